@@ -1,0 +1,310 @@
+"""The bank as the tuner, the importers and the tests use it: open, record, look up, audit."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from bank.errors import BankLocationError, OutcomeRuleError, UnknownTaskError
+from bank.events import (
+    OUTCOME_KINDS,
+    Event,
+    EventKind,
+    StoredEvent,
+    format_time,
+    utc_now,
+)
+from bank.location import BankLocation, prepare_for_write, resolve
+from bank.projection import Policy, Projection, TaskView, info_digest
+from bank.store import AppendResult, EventFilter, EventStore, PolicyFilter
+from bank.verify import VerifyReport, rebuild, verify
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One tuning outcome of one operator key, as the tuner or an importer reports it.
+
+    ``extra`` holds any further payload fields (cost-model version, measurements, ...).
+    """
+
+    kind: EventKind
+    repo_key: str
+    op_name: str | None = None
+    op_type: str | None = None
+    info_dict: dict[str, Any] = field(default_factory=dict)
+    knowledge: dict[str, Any] | None = None
+    performance_before_us: float | None = None
+    performance_after_us: float | None = None
+    tune_mode: str | None = None
+    reason: str | None = None
+    backend: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def payload(self) -> dict[str, Any]:
+        """The event payload: the named fields that are set, then ``extra``."""
+        named = {
+            "info_dict": self.info_dict,
+            "knowledge": self.knowledge,
+            "performance_before_us": self.performance_before_us,
+            "performance_after_us": self.performance_after_us,
+            "tune_mode": self.tune_mode,
+            "reason": self.reason,
+            "backend": self.backend,
+        }
+        return {**{k: v for k, v in named.items() if v is not None}, **self.extra}
+
+
+class Bank:
+    """A tuning knowledge bank: an event log and the projections derived from it.
+
+    Open one with :meth:`open`; use it as a context manager to release the database.
+    """
+
+    def __init__(self, store: EventStore, location: BankLocation) -> None:
+        self.store = store
+        self.location = location
+        self._socs: dict[str, str] = {}
+        self.bank_id = store.meta("bank_id") or "unknown"
+
+    # -- opening ------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, db: str | None = None, *, create: bool = False,
+             env: dict[str, str] | None = None) -> Bank:
+        """Open the bank at ``db`` (path or URL), else TUNEBANK_DB, else AOE's bank folder.
+
+        Args:
+            db: a file path or SQLAlchemy URL; ``None`` resolves from the environment.
+            create: make the bank if it does not exist (otherwise that is an error).
+            env: the environment to resolve from (defaults to ``os.environ``).
+
+        Raises:
+            BankLocationError: no bank there and ``create`` is false, or it cannot be created.
+        """
+        location = resolve(db, env)
+        if not location.exists and not create:
+            raise BankLocationError(
+                f"no bank at {location.describe()}; `bank init` creates one"
+            )
+        if create:
+            prepare_for_write(location)
+        store = EventStore(location.url)
+        if create:
+            store.initialise(bank_id=uuid.uuid4().hex[:16])
+        elif not store.is_initialised():
+            store.close()
+            raise BankLocationError(f"{location.describe()}: not a tunebank bank (no events table)")
+        return cls(store, location)
+
+    def close(self) -> None:
+        """Release the database."""
+        self.store.close()
+
+    def __enter__(self) -> Bank:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    @property
+    def origin(self) -> str:
+        """The origin stamped on events made in this bank."""
+        return f"bank:{self.bank_id}"
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def append(self, events: Sequence[Event]) -> AppendResult:
+        """Append prepared events in one transaction (see :meth:`EventStore.append`)."""
+        return self.store.append(events)
+
+    def start_task(self, soc_version: str, *, tuning_name: str, model_name: str | None = None,
+                   model_hash: str | None = None, job_type: str = "opat",
+                   search_mode: str | None = None, task_id: str | None = None,
+                   extra: dict[str, Any] | None = None) -> str:
+        """Record a ``task_started`` event and return the new task's id."""
+        task_id = task_id or uuid.uuid4().hex[:16]
+        payload = {"tuning_name": tuning_name, "model_name": model_name, "model_hash": model_hash,
+                   "job_type": job_type, "search_mode": search_mode, **(extra or {})}
+        self.append([self._event(EventKind.TASK_STARTED, soc_version, task_id,
+                                 {k: v for k, v in payload.items() if v is not None})])
+        self._socs[task_id] = soc_version
+        return task_id
+
+    def outcome_events(self, task_id: str, outcomes: Iterable[Outcome]) -> list[Event]:
+        """The events that would record ``outcomes`` in ``task_id`` (nothing is written)."""
+        soc = self._soc_of(task_id)
+        events = []
+        for outcome in outcomes:
+            kind = EventKind(outcome.kind)
+            if kind not in OUTCOME_KINDS:
+                raise OutcomeRuleError(f"{kind} is not an outcome kind")
+            events.append(self._event(kind, soc, task_id, outcome.payload(), outcome.repo_key,
+                                      outcome.op_name, outcome.op_type))
+        return events
+
+    def record(self, task_id: str, outcomes: Iterable[Outcome]) -> AppendResult:
+        """Record outcomes of a running task, all or nothing.
+
+        Raises:
+            OutcomeRuleError: an outcome breaks the rules; nothing is written.
+        """
+        return self.append(self.outcome_events(task_id, outcomes))
+
+    def finish_task(self, task_id: str, *, status: str = "successful",
+                    tuning_time_s: float | None = None, model_baseline_ms: float | None = None,
+                    model_result_ms: float | None = None,
+                    failed_operators: Sequence[str] = ()) -> AppendResult:
+        """Record ``task_finished``; refused while a hit waits for its update or reserved."""
+        payload: dict[str, Any] = {"status": status, "tuning_time_s": tuning_time_s,
+                                   "model_baseline_ms": model_baseline_ms,
+                                   "model_result_ms": model_result_ms,
+                                   "failed_operators": list(failed_operators)}
+        event = self._event(EventKind.TASK_FINISHED, self._soc_of(task_id), task_id,
+                            {k: v for k, v in payload.items() if v is not None})
+        return self.append([event])
+
+    def _event(self, kind: EventKind, soc: str, task_id: str, payload: dict[str, Any],
+               repo_key: str | None = None, op_name: str | None = None,
+               op_type: str | None = None) -> Event:
+        return Event(kind=kind, soc_version=soc, task_id=task_id, recorded_at=format_time(utc_now()),
+                     origin=self.origin, payload=payload, repo_key=repo_key, op_name=op_name,
+                     op_type=op_type)
+
+    def _soc_of(self, task_id: str) -> str:
+        if task_id not in self._socs:
+            self._socs[task_id] = self.task(task_id, exact=True).soc_version
+        return self._socs[task_id]
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def lookup(self, soc_version: str,
+               operators: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Policy]:
+        """The stored policy of each (repo_key, info_dict) that the bank knows, in one query.
+
+        A stored entry is returned only when its info_dict equals the one asked for, so a
+        repo_key collision never hands one operator another's policy.
+        """
+        wanted = {key: info for key, info in operators}
+        found = {}
+        for policy in self.store.policies_for_keys(soc_version, list(wanted)):
+            info = wanted[policy.repo_key]
+            if policy.info_digest == info_digest(info) and policy.info_dict == info:
+                found[policy.repo_key] = policy
+        return found
+
+    def task(self, task_ref: str, *, exact: bool = False) -> TaskView:
+        """The task with id ``task_ref``, or the one task whose id starts with it.
+
+        Raises:
+            UnknownTaskError: no task, or several, match.
+        """
+        matches = self.store.tasks_by_prefix(task_ref)
+        exact_match = [t for t in matches if t.task_id == task_ref]
+        if exact_match:
+            return exact_match[0]
+        if exact or not matches:
+            raise UnknownTaskError(f"task {task_ref!r}: no such task (see `bank tasks`)")
+        if len(matches) > 1:
+            names = ", ".join(sorted(t.task_id for t in matches)[:5])
+            raise UnknownTaskError(f"task {task_ref!r}: ambiguous, matches {names}")
+        return matches[0]
+
+    def summary(self, task_ref: str) -> dict[str, int]:
+        """The task's repo_summary, under AOE's six field names."""
+        return self.task(task_ref).repo_summary()
+
+    def tasks(self) -> list[TaskView]:
+        """Every task, oldest first."""
+        return self.store.tasks()
+
+    def policies(self, where: PolicyFilter | None = None, *, at_seq: int | None = None,
+                 as_of: str | None = None) -> list[Policy]:
+        """The current policies, or with ``at_seq``/``as_of`` the policies as they were then.
+
+        Time travel folds the log's add and update events up to that seq (or recorded_at time)
+        afresh, so it needs no stored history of the projection.
+        """
+        where = where or PolicyFilter()
+        if at_seq is None and as_of is None:
+            return self.store.policies(where)
+        events = self.store.iter_events(EventFilter(
+            until_seq=at_seq, until_time=as_of, kinds=(EventKind.ADD, EventKind.UPDATE),
+            soc_version=where.soc_version, op_type=where.op_type, repo_key=where.repo_key))
+        projection = Projection()
+        for stored in events:
+            projection.offer_policy(stored)
+        chosen = [p for p in projection.policies.values()
+                  if where.backend is None or p.backend == where.backend]
+        return sorted(chosen, key=lambda p: (p.soc_version, p.op_type or "", p.repo_key))
+
+    def history(self, *, repo_key: str | None = None, op_name: str | None = None,
+                op_type: str | None = None, soc_version: str | None = None) -> list[StoredEvent]:
+        """Every outcome event of a key, an op name or an op type, oldest first."""
+        where = EventFilter(repo_key=repo_key, op_name=op_name, op_type=op_type,
+                            soc_version=soc_version, kinds=tuple(str(k) for k in OUTCOME_KINDS))
+        return list(self.store.iter_events(where))
+
+    def events(self, since: int = 0, until: int | None = None) -> Iterator[StoredEvent]:
+        """The raw log after seq ``since``, streamed oldest first."""
+        return self.store.iter_events(EventFilter(since_seq=since, until_seq=until))
+
+    def head(self) -> int:
+        """The seq of the last event (0 for an empty bank)."""
+        return self.store.head()[0]
+
+    # -- auditing -----------------------------------------------------------------------------
+
+    def verify(self) -> VerifyReport:
+        """Check the log and the projections (see :func:`bank.verify.verify`)."""
+        return verify(self.store)
+
+    def rebuild(self) -> Projection:
+        """Re-derive every projection from the log (see :func:`bank.verify.rebuild`)."""
+        return rebuild(self.store)
+
+
+def policy_json(policy: Policy) -> dict[str, Any]:
+    """A JSON-ready view of one policy."""
+    return {
+        "soc_version": policy.soc_version,
+        "repo_key": policy.repo_key,
+        "op_type": policy.op_type,
+        "best_us": policy.best_us,
+        "info_dict": policy.info_dict,
+        "knowledge": policy.knowledge,
+        "tune_mode": policy.tune_mode,
+        "backend": policy.backend,
+        "task_id": policy.task_id,
+        "seq": policy.seq,
+        "event_id": policy.event_id,
+        "origin": policy.origin,
+    }
+
+
+def task_json(task: TaskView) -> dict[str, Any]:
+    """A JSON-ready view of one task, its repo_summary under AOE's names."""
+    return {
+        "task_id": task.task_id,
+        "soc_version": task.soc_version,
+        "tuning_name": task.tuning_name,
+        "model_name": task.model_name,
+        "model_hash": task.model_hash,
+        "job_type": task.job_type,
+        "search_mode": task.search_mode,
+        "status": task.status,
+        "started_at": task.started_at,
+        "finished_at": task.finished_at,
+        "tuning_time_s": task.tuning_time_s,
+        "model_baseline_ms": task.model_baseline_ms,
+        "model_result_ms": task.model_result_ms,
+        "failed_operators": list(task.failed_operators),
+        "origin": task.origin,
+        "repo_summary": task.repo_summary(),
+    }
+
+
+__all__ = ["Bank", "Outcome", "policy_json", "task_json"]

@@ -1,0 +1,27 @@
+"""The errors the bank raises. Every one carries a one-line message meant for a person."""
+
+from __future__ import annotations
+
+
+class BankError(Exception):
+    """Base class of every error the bank raises on purpose."""
+
+
+class BankLocationError(BankError):
+    """The bank's location is missing, unreadable or cannot be written."""
+
+
+class OutcomeRuleError(BankError):
+    """An append would break the outcome rules; nothing of its batch was written."""
+
+
+class EventValidationError(BankError):
+    """An event is malformed (unknown kind, missing field, bad payload)."""
+
+
+class UnknownTaskError(BankError):
+    """No task matches the id or prefix given."""
+
+
+class StoreError(BankError):
+    """The database refused an operation (locked, read-only, corrupt)."""

@@ -1,0 +1,91 @@
+"""Where a bank lives: an explicit --db, TUNEBANK_DB, or the folders AOE users already know."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from bank.errors import BankLocationError
+
+BANK_FILE = "bank.db"
+
+
+@dataclass(frozen=True)
+class BankLocation:
+    """A resolved bank: its SQLAlchemy URL and, for a file bank, the file."""
+
+    url: str
+    path: Path | None
+    source: str
+
+    @property
+    def exists(self) -> bool:
+        """Whether there is something to open (always true for memory and server databases)."""
+        return self.path is None or self.path.exists()
+
+    def describe(self) -> str:
+        """A short human description: the file path or the URL, and where it came from."""
+        return f"{self.path or self.url} (from {self.source})"
+
+
+def default_folder(env: Mapping[str, str]) -> tuple[Path, str]:
+    """AOE's own order: TUNE_BANK_PATH, then ASCEND_CACHE_PATH/aoe_data, then the home default."""
+    if env.get("TUNE_BANK_PATH"):
+        return Path(env["TUNE_BANK_PATH"]), "TUNE_BANK_PATH"
+    if env.get("ASCEND_CACHE_PATH"):
+        return Path(env["ASCEND_CACHE_PATH"]) / "aoe_data", "ASCEND_CACHE_PATH"
+    home = Path(env.get("HOME") or Path.home())
+    return home / "Ascend" / "latest" / "data" / "aoe" / "custom", "the AOE default folder"
+
+
+def resolve(db: str | None = None, env: Mapping[str, str] | None = None) -> BankLocation:
+    """Resolve a bank from ``db`` (a path or URL), else env TUNEBANK_DB, else AOE's folders.
+
+    Raises:
+        BankLocationError: the URL names a database this version cannot use.
+    """
+    env = os.environ if env is None else env
+    if db:
+        return _from_text(db, "--db")
+    if env.get("TUNEBANK_DB"):
+        return _from_text(env["TUNEBANK_DB"], "TUNEBANK_DB")
+    folder, source = default_folder(env)
+    path = folder / BANK_FILE
+    return BankLocation(f"sqlite:///{path}", path, source)
+
+
+def _from_text(text: str, source: str) -> BankLocation:
+    if "://" not in text:
+        path = Path(text).expanduser()
+        if path.is_dir():
+            path = path / BANK_FILE
+        return BankLocation(f"sqlite:///{path}", path, source)
+    if text in ("sqlite://", "sqlite:///:memory:"):
+        return BankLocation(text, None, source)
+    if text.startswith("sqlite:///"):
+        path = Path(text.removeprefix("sqlite:///")).expanduser()
+        return BankLocation(f"sqlite:///{path}", path, source)
+    scheme = text.split("://", 1)[0]
+    raise BankLocationError(
+        f"{source}: database scheme {scheme!r} is not supported; use a file path or sqlite:///PATH"
+    )
+
+
+def prepare_for_write(location: BankLocation) -> None:
+    """Make the bank's folder if needed and check it can be written.
+
+    Raises:
+        BankLocationError: the folder cannot be created or written.
+    """
+    if location.path is None:
+        return
+    folder = location.path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BankLocationError(f"bank folder {folder}: cannot be created ({exc.strerror})") from exc
+    target = location.path if location.path.exists() else folder
+    if not os.access(target, os.W_OK):
+        raise BankLocationError(f"bank folder {folder}: not writable by this user")

@@ -1,0 +1,275 @@
+"""The projections and the outcome rules, as one pure fold over stored events.
+
+The same :class:`Projection` serves three callers: the append path (loaded with just the rows a
+batch touches, so the rules are checked against the bank's real state), ``rebuild`` and ``verify``
+(started empty and fed the whole log). Nothing here touches a database.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bank.canonical import digest
+from bank.errors import OutcomeRuleError
+from bank.events import OUTCOME_KINDS, POLICY_KINDS, TASK_STATUSES, EventKind, StoredEvent
+
+PolicyKey = tuple[str, str, str]
+"""(soc_version, repo_key, info_digest): one policy per operator, collisions kept apart."""
+
+SUMMARY_FIELDS = (
+    "repo_add_num",
+    "repo_hit_num",
+    "repo_reserved_num",
+    "repo_unsatisfied_num",
+    "repo_update_num",
+    "total_num",
+)
+
+_COUNTER = {
+    EventKind.ADD: "add_num",
+    EventKind.HIT: "hit_num",
+    EventKind.UPDATE: "update_num",
+    EventKind.RESERVED: "reserved_num",
+    EventKind.UNSATISFIED: "unsatisfied_num",
+}
+
+
+def info_digest(info_dict: dict[str, Any] | None) -> str:
+    """The digest that tells two operators apart when their repo_keys collide."""
+    return digest(info_dict or {})[:32]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The best known entry for one operator on one chip."""
+
+    soc_version: str
+    repo_key: str
+    info_digest: str
+    op_type: str | None
+    info_dict: dict[str, Any]
+    knowledge: dict[str, Any]
+    best_us: float
+    seq: int
+    task_id: str
+    event_id: str
+    origin: str
+    tune_mode: str | None = None
+    backend: str | None = None
+
+    @property
+    def key(self) -> PolicyKey:
+        return (self.soc_version, self.repo_key, self.info_digest)
+
+    def beats(self, other: Policy) -> bool:
+        """Strictly faster wins; equal times go to the smaller event_id, whatever the arrival order."""
+        return (self.best_us, self.event_id) < (other.best_us, other.event_id)
+
+
+@dataclass(frozen=True)
+class TaskView:
+    """One tuning task as derived from its events, with AOE's repo_summary counts."""
+
+    task_id: str
+    soc_version: str
+    origin: str
+    started_at: str
+    first_seq: int
+    last_seq: int
+    tuning_name: str | None = None
+    model_name: str | None = None
+    model_hash: str | None = None
+    job_type: str | None = None
+    search_mode: str | None = None
+    status: str = "incomplete"
+    finished_at: str | None = None
+    tuning_time_s: float | None = None
+    model_baseline_ms: float | None = None
+    model_result_ms: float | None = None
+    failed_operators: tuple[str, ...] = ()
+    add_num: int = 0
+    hit_num: int = 0
+    update_num: int = 0
+    reserved_num: int = 0
+    unsatisfied_num: int = 0
+    open_hits: int = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.status != "incomplete"
+
+    @property
+    def total_num(self) -> int:
+        return self.add_num + self.hit_num + self.unsatisfied_num
+
+    def repo_summary(self) -> dict[str, int]:
+        """The six counts under AOE's field names."""
+        return {
+            "repo_add_num": self.add_num,
+            "repo_hit_num": self.hit_num,
+            "repo_reserved_num": self.reserved_num,
+            "repo_unsatisfied_num": self.unsatisfied_num,
+            "repo_update_num": self.update_num,
+            "total_num": self.total_num,
+        }
+
+    def invariant_problems(self) -> list[str]:
+        """What breaks AOE's two repo_summary equations (empty for a healthy finished task)."""
+        problems = []
+        if self.hit_num != self.update_num + self.reserved_num:
+            problems.append(
+                f"task {self.task_id}: repo_hit_num {self.hit_num} != repo_update_num "
+                f"{self.update_num} + repo_reserved_num {self.reserved_num}"
+            )
+        if self.open_hits:
+            problems.append(f"task {self.task_id}: {self.open_hits} hit(s) never resolved")
+        return problems
+
+
+@dataclass
+class Projection:
+    """Policies, tasks and per-task key states, folded event by event.
+
+    ``key_states`` maps (task_id, repo_key) to the last outcome kind recorded for that key in that
+    task; ``hit`` means the key is open, waiting for its ``update`` or ``reserved``.
+    """
+
+    policies: dict[PolicyKey, Policy] = field(default_factory=dict)
+    tasks: dict[str, TaskView] = field(default_factory=dict)
+    key_states: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def apply(self, stored: StoredEvent) -> None:
+        """Fold one event in.
+
+        Raises:
+            OutcomeRuleError: the event breaks the outcome rules given the state so far.
+        """
+        kind = stored.event.kind
+        if kind == EventKind.TASK_STARTED:
+            self._start(stored)
+        elif kind == EventKind.TASK_FINISHED:
+            self._finish(stored)
+        elif kind in OUTCOME_KINDS:
+            self._outcome(stored)
+        if kind in POLICY_KINDS:
+            self.offer_policy(stored)
+
+    def _task(self, stored: StoredEvent) -> TaskView:
+        event = stored.event
+        task = self.tasks.get(event.task_id)
+        if task is None:
+            raise OutcomeRuleError(f"{event.kind} for task {event.task_id}: the task was never started")
+        if task.finished:
+            raise OutcomeRuleError(
+                f"{event.kind} for task {event.task_id}: the task already finished ({task.status})"
+            )
+        if event.soc_version != task.soc_version:
+            raise OutcomeRuleError(
+                f"{event.kind} for task {event.task_id}: soc_version {event.soc_version} differs "
+                f"from the task's {task.soc_version}"
+            )
+        return task
+
+    def _start(self, stored: StoredEvent) -> None:
+        event = stored.event
+        if event.task_id in self.tasks:
+            raise OutcomeRuleError(f"task_started for task {event.task_id}: the task already exists")
+        p = event.payload
+        self.tasks[event.task_id] = TaskView(
+            task_id=event.task_id,
+            soc_version=event.soc_version,
+            origin=event.origin,
+            started_at=event.recorded_at,
+            first_seq=stored.seq,
+            last_seq=stored.seq,
+            tuning_name=p.get("tuning_name"),
+            model_name=p.get("model_name"),
+            model_hash=p.get("model_hash"),
+            job_type=p.get("job_type"),
+            search_mode=p.get("search_mode"),
+        )
+
+    def _finish(self, stored: StoredEvent) -> None:
+        event = stored.event
+        task = self._task(stored)
+        if task.open_hits:
+            raise OutcomeRuleError(
+                f"task_finished for task {task.task_id}: {task.open_hits} hit(s) still wait for "
+                "their update or reserved"
+            )
+        p = event.payload
+        status = p.get("status")
+        if status not in TASK_STATUSES:
+            raise OutcomeRuleError(
+                f"task_finished for task {task.task_id}: payload.status must be one of "
+                f"{', '.join(TASK_STATUSES)}, not {status!r}"
+            )
+        self.tasks[task.task_id] = replace(
+            task,
+            status=status,
+            finished_at=event.recorded_at,
+            last_seq=stored.seq,
+            tuning_time_s=p.get("tuning_time_s"),
+            model_baseline_ms=p.get("model_baseline_ms"),
+            model_result_ms=p.get("model_result_ms"),
+            failed_operators=tuple(p.get("failed_operators") or ()),
+        )
+
+    def _outcome(self, stored: StoredEvent) -> None:
+        event = stored.event
+        task = self._task(stored)
+        assert event.repo_key is not None  # checked when the Event was built
+        slot = (task.task_id, event.repo_key)
+        state = self.key_states.get(slot)
+        where = f"{event.kind} of key {event.repo_key} ({event.op_name or 'unnamed'}) in task {task.task_id}"
+        if event.kind in (EventKind.UPDATE, EventKind.RESERVED):
+            if state != EventKind.HIT:
+                why = "without a hit before it" if state is None else f"after its {state}"
+                raise OutcomeRuleError(f"{where}: {why}")
+            open_hits = task.open_hits - 1
+        else:
+            if state is not None:
+                raise OutcomeRuleError(f"{where}: the key already has its {state} in this task")
+            open_hits = task.open_hits + (1 if event.kind == EventKind.HIT else 0)
+        counter = _COUNTER[event.kind]
+        self.tasks[task.task_id] = replace(
+            task,
+            open_hits=open_hits,
+            last_seq=stored.seq,
+            **{counter: getattr(task, counter) + 1},
+        )
+        self.key_states[slot] = str(event.kind)
+
+    def offer_policy(self, stored: StoredEvent) -> None:
+        """Let an add or update compete for its key's policy (no task rules: used for time travel)."""
+        event = stored.event
+        p = event.payload
+        info = dict(p.get("info_dict") or {})
+        assert event.repo_key is not None
+        candidate = Policy(
+            soc_version=event.soc_version,
+            repo_key=event.repo_key,
+            info_digest=info_digest(info),
+            op_type=event.op_type,
+            info_dict=info,
+            knowledge=dict(p["knowledge"]),
+            best_us=float(p["performance_after_us"]),
+            seq=stored.seq,
+            task_id=event.task_id,
+            event_id=stored.event_id,
+            origin=event.origin,
+            tune_mode=p.get("tune_mode"),
+            backend=p.get("backend"),
+        )
+        current = self.policies.get(candidate.key)
+        if current is None or candidate.beats(current):
+            self.policies[candidate.key] = candidate
+
+
+def replay(events: list[StoredEvent] | Any) -> Projection:
+    """Fold a whole log, oldest first, into a fresh projection."""
+    projection = Projection()
+    for stored in events:
+        projection.apply(stored)
+    return projection
