@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 from bank.canonical import canonical_json, sha256_hex
@@ -85,7 +86,7 @@ class Event:
     def __post_init__(self) -> None:
         _validate(self)
 
-    @property
+    @cached_property
     def payload_json(self) -> str:
         """The payload as the log stores it (canonical JSON)."""
         return canonical_json(dict(self.payload))
@@ -104,7 +105,7 @@ class Event:
             "payload": self.payload_json,
         }
 
-    @property
+    @cached_property
     def event_id(self) -> str:
         """32 hex digits of the SHA-256 of the event's canonical content."""
         return event_id_of(self.content())
@@ -159,7 +160,7 @@ def _validate(event: Event) -> None:
             raise EventValidationError(f"{where}: field repo_key is required for outcomes")
         _validate_outcome_payload(where, event.payload, event.kind in POLICY_KINDS)
     try:
-        canonical_json(dict(event.payload))
+        event.payload_json  # noqa: B018 - computing it (and caching it) is the check
     except (TypeError, ValueError) as exc:
         raise EventValidationError(f"{where}: payload is not JSON-serialisable ({exc})") from exc
 

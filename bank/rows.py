@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import fields
 from typing import Any
 
 from bank.canonical import canonical_json
@@ -51,7 +51,7 @@ def row_to_event(row: EventRow) -> StoredEvent:
 
 def policy_to_row(policy: Policy) -> dict[str, Any]:
     """The column values of one policy."""
-    values = asdict(policy)
+    values = _shallow(policy)
     values["info_dict"] = canonical_json(policy.info_dict)
     values["knowledge"] = canonical_json(policy.knowledge)
     return values
@@ -67,7 +67,7 @@ def row_to_policy(row: PolicyRow) -> Policy:
 
 def task_to_row(task: TaskView) -> dict[str, Any]:
     """The column values of one task."""
-    values = asdict(task)
+    values = _shallow(task)
     values["failed_operators"] = canonical_json(list(task.failed_operators))
     return values
 
@@ -77,3 +77,8 @@ def row_to_task(row: TaskRow) -> TaskView:
     values = row.model_dump()
     values["failed_operators"] = tuple(json.loads(row.failed_operators))
     return TaskView(**values)
+
+
+def _shallow(value: Any) -> dict[str, Any]:
+    """A dataclass's fields as a dict, without ``asdict``'s deep copy."""
+    return {f.name: getattr(value, f.name) for f in fields(value)}

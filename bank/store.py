@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy import delete, func, insert, inspect, update
+from sqlalchemy import Table, delete, func, insert, inspect, update
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, select
 
@@ -177,7 +177,7 @@ class EventStore:
             projection = Projection(dict(loaded.policies), dict(loaded.tasks), dict(loaded.key_states))
             for item in stored:
                 projection.apply(item)
-            session.execute(insert(EventRow), [event_to_row(item) for item in stored])
+            session.execute(insert(_table(EventRow)), [event_to_row(item) for item in stored])
             self._write_projection(session, projection, loaded)
             self._set_checkpoint(session, seq)
         return AppendResult(appended=tuple(stored), skipped=skipped)
@@ -243,7 +243,7 @@ class EventStore:
         """Every stored policy of ``soc_version`` whose repo_key is in ``repo_keys``."""
         keys = sorted(set(repo_keys))
         with self._session() as session:
-            found = []
+            found: list[Policy] = []
             for part in _chunks(keys):
                 statement = select(PolicyRow).where(PolicyRow.soc_version == soc_version,
                                                     col(PolicyRow.repo_key).in_(part))
@@ -309,9 +309,9 @@ class EventStore:
                 for state in session.exec(statement):
                     loaded.key_states[(state.task_id, state.repo_key)] = state.state
         for keys_part in _chunks(keys):
-            statement = select(PolicyRow).where(col(PolicyRow.soc_version).in_(socs),
-                                                col(PolicyRow.repo_key).in_(keys_part))
-            for policy in map(row_to_policy, session.exec(statement)):
+            policy_query = select(PolicyRow).where(col(PolicyRow.soc_version).in_(socs),
+                                                   col(PolicyRow.repo_key).in_(keys_part))
+            for policy in map(row_to_policy, session.exec(policy_query)):
                 loaded.policies[policy.key] = policy
         return loaded
 
@@ -337,7 +337,7 @@ def _upsert(session: Session, table: type[SQLModel], new: dict[Any, T], old: dic
     inserts = [to_row(value) for key, value in new.items() if key not in old]
     updates = [to_row(value) for key, value in new.items() if key in old and old[key] != value]
     if inserts:
-        session.execute(insert(table), inserts)
+        session.execute(insert(_table(table)), inserts)
     if updates:
         session.execute(update(table), updates)
 
@@ -347,3 +347,10 @@ def count_rows(store: EventStore, table: type[SQLModel]) -> int:
     with store._session() as session:
         return int(session.exec(select(func.count()).select_from(table)).one())
 
+
+
+def _table(model: type[SQLModel]) -> Table:
+    """The Core table of a model: bulk inserts through it skip the ORM's per-row bookkeeping."""
+    table = model.__table__  # type: ignore[attr-defined]
+    assert isinstance(table, Table)
+    return table

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from bank.errors import BankError, OutcomeRuleError
 from bank.events import GENESIS_HASH, StoredEvent, chain_hash, event_id_of
@@ -69,7 +70,7 @@ def _check_link(stored: StoredEvent, expected_seq: int, prev: str, report: Verif
 
 def compare(replayed: Projection, stored: Projection, report: VerifyReport) -> None:
     """List every difference between the replayed projection and the stored one."""
-    sections = (
+    sections: tuple[tuple[str, dict[Any, Any], dict[Any, Any]], ...] = (
         ("policy", replayed.policies, stored.policies),
         ("task", replayed.tasks, stored.tasks),
         ("task key state", replayed.key_states, stored.key_states),

@@ -1,0 +1,55 @@
+"""Commands that keep the bank honest: init, verify, rebuild."""
+
+from __future__ import annotations
+
+import typer
+
+from cli.common import DbOption, JsonOption, open_bank, print_json, user_errors
+
+
+@user_errors
+def init(db: DbOption = None) -> None:
+    """Create an empty bank (or report the one already there)."""
+    with open_bank(db, create=True) as bank:
+        typer.echo(f"Bank at {bank.location.describe()}: {bank.head()} events, id {bank.bank_id}")
+
+
+@user_errors
+def verify(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Replay the whole log and check it: hash chain, outcome rules, projections, invariants.
+
+    Exits 1 and lists every problem if anything is wrong.
+    """
+    with open_bank(db) as bank:
+        report = bank.verify()
+    if as_json:
+        print_json({"ok": report.ok, "events": report.events, "tasks": report.tasks,
+                    "policies": report.policies, "first_bad_seq": report.first_bad_seq,
+                    "problems": report.problems})
+    elif report.ok:
+        typer.echo(f"OK: {report.events} events, hash chain intact, {report.tasks} tasks and "
+                   f"{report.policies} policies match a replay of the log")
+    else:
+        where = f" (first bad seq: {report.first_bad_seq})" if report.first_bad_seq else ""
+        typer.echo(f"FAILED: {len(report.problems)} problem(s){where}")
+        for problem in report.problems:
+            typer.echo(f"  {problem}")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+@user_errors
+def rebuild(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Throw the projections away and derive them again from the log."""
+    with open_bank(db) as bank:
+        projection = bank.rebuild()
+        head = bank.head()
+    counts = {"events": head, "tasks": len(projection.tasks), "policies": len(projection.policies)}
+    if as_json:
+        print_json(counts)
+    else:
+        typer.echo(f"Rebuilt from {head} events: {counts['tasks']} tasks, "
+                   f"{counts['policies']} policies")
+
+
+__all__ = ["init", "rebuild", "verify"]

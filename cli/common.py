@@ -1,0 +1,93 @@
+"""What every command shares: the --db and --json options, error handling, tables and JSON."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
+
+import typer
+
+if TYPE_CHECKING:
+    from bank import Bank
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Bank file or SQLAlchemy URL. Default: env TUNEBANK_DB, else "
+        "$TUNE_BANK_PATH/bank.db, $ASCEND_CACHE_PATH/aoe_data/bank.db, "
+        "~/Ascend/latest/data/aoe/custom/bank.db.",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+SocOption = Annotated[
+    str | None, typer.Option("--soc-version", help="Only this chip, e.g. Ascend910B2.")
+]
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print ``message`` as one error line on stderr and return the Exit to raise."""
+    typer.echo(f"bank: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def user_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn the bank's own errors into one line on stderr and exit code 1, never a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        from bank.errors import BankError
+
+        try:
+            return command(*args, **kwargs)
+        except BankError as exc:
+            raise fail(str(exc)) from None
+
+    return wrapper
+
+
+def open_bank(db: str | None, *, create: bool = False) -> Bank:
+    """Open the bank the options name (see :meth:`bank.Bank.open`)."""
+    from bank import Bank
+
+    return Bank.open(db, create=create)
+
+
+def print_json(value: Any) -> None:
+    """Print one JSON document."""
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """Print rows under headers, columns padded to their widest cell."""
+    cells = [[_cell(value) for value in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in cells:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    lines = [_line(headers, widths), _line(["-" * w for w in widths], widths)]
+    lines.extend(_line(row, widths) for row in cells)
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
+    return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".")
+    return str(value)
+
+
+def short_time(stamp: str | None) -> str:
+    """A log time shown to people: date and time to the second."""
+    return "-" if not stamp else stamp[:19].replace("T", " ")

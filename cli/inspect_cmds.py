@@ -1,0 +1,152 @@
+"""Commands that read the bank: tasks, summary, query, history, events."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.common import (
+    DbOption,
+    JsonOption,
+    SocOption,
+    fail,
+    open_bank,
+    print_json,
+    print_table,
+    short_time,
+    user_errors,
+)
+
+if TYPE_CHECKING:
+    from bank import Bank, StoredEvent
+
+
+@user_errors
+def tasks(db: DbOption = None, soc_version: SocOption = None, as_json: JsonOption = False) -> None:
+    """List every tuning task with its status and repo_summary counts."""
+    from bank import task_json
+
+    with open_bank(db) as bank:
+        found = [t for t in bank.tasks() if soc_version in (None, t.soc_version)]
+    if as_json:
+        print_json([task_json(t) for t in found])
+        return
+    print_table(
+        ["task", "soc_version", "tuning_name", "model", "mode", "status", "started",
+         "add", "hit", "update", "reserved", "unsat", "total"],
+        [[t.task_id, t.soc_version, t.tuning_name, t.model_name, t.search_mode, t.status,
+          short_time(t.started_at), t.add_num, t.hit_num, t.update_num, t.reserved_num,
+          t.unsatisfied_num, t.total_num] for t in found],
+    )
+
+
+@user_errors
+def summary(
+    task: Annotated[str, typer.Argument(help="Task id, or a unique prefix of one.")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Print a task's repo_summary under AOE's field names."""
+    with open_bank(db) as bank:
+        found = bank.task(task)
+    counts = found.repo_summary()
+    if as_json:
+        print_json(counts)
+        return
+    typer.echo(f"task {found.task_id} ({found.soc_version}, {found.status})")
+    print_table(["field", "value"], counts.items())
+
+
+@user_errors
+def query(
+    db: DbOption = None,
+    soc_version: SocOption = None,
+    op_type: Annotated[str | None, typer.Option(help="Only this operator type.")] = None,
+    repo_key: Annotated[str | None, typer.Option(help="Only this repo_key.")] = None,
+    backend: Annotated[str | None, typer.Option(help="Only entries measured by this backend.")] = None,
+    as_of: Annotated[str | None, typer.Option(
+        "--as-of", help="Show the bank as of this UTC time (ISO 8601), by recorded_at.")] = None,
+    at_seq: Annotated[int | None, typer.Option(
+        "--at-seq", min=0, help="Show the bank as it was right after this seq.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List the best policy per key, now or as it was (--as-of, --at-seq)."""
+    from bank import PolicyFilter, policy_json
+    from bank.events import format_time, parse_time
+
+    until_time = None
+    if as_of is not None:
+        try:
+            until_time = format_time(parse_time(as_of))
+        except ValueError:
+            raise fail(f"--as-of: {as_of!r} is not an ISO 8601 time (e.g. 2026-12-01T10:00)") from None
+    where = PolicyFilter(soc_version=soc_version, op_type=op_type, repo_key=repo_key, backend=backend)
+    with open_bank(db) as bank:
+        found = bank.policies(where, at_seq=at_seq, as_of=until_time)
+    if as_json:
+        print_json([policy_json(p) for p in found])
+        return
+    print_table(
+        ["soc_version", "repo_key", "op_type", "best_us", "mode", "task", "seq", "origin"],
+        [[p.soc_version, p.repo_key, p.op_type, p.best_us, p.tune_mode, p.task_id, p.seq,
+          p.origin] for p in found],
+    )
+
+
+@user_errors
+def history(
+    db: DbOption = None,
+    repo_key: Annotated[str | None, typer.Option(help="Every outcome of this repo_key.")] = None,
+    op_name: Annotated[str | None, typer.Option(help="Every outcome of this op name.")] = None,
+    op_type: Annotated[str | None, typer.Option(help="Every outcome of this op type.")] = None,
+    soc_version: SocOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show every outcome of a key or an operator, oldest first, with its task and model."""
+    if not (repo_key or op_name or op_type):
+        raise fail("history: give --repo-key, --op-name or --op-type", code=2)
+    with open_bank(db) as bank:
+        found = bank.history(repo_key=repo_key, op_name=op_name, op_type=op_type,
+                             soc_version=soc_version)
+        models = {t.task_id: t.model_name for t in bank.tasks()}
+    if as_json:
+        print_json([{**s.as_dict(), "model_name": models.get(s.event.task_id)} for s in found])
+        return
+    print_table(
+        ["seq", "time", "kind", "repo_key", "op_name", "task", "model", "before_us", "after_us",
+         "origin"],
+        [_history_row(s, models) for s in found],
+    )
+
+
+def _history_row(stored: StoredEvent, models: dict[str, str | None]) -> list[object]:
+    event, payload = stored.event, stored.event.payload
+    return [stored.seq, short_time(event.recorded_at), event.kind, event.repo_key, event.op_name,
+            event.task_id, models.get(event.task_id), payload.get("performance_before_us"),
+            payload.get("performance_after_us"), event.origin]
+
+
+@user_errors
+def events(
+    db: DbOption = None,
+    since: Annotated[int, typer.Option(min=0, help="Only events after this seq.")] = 0,
+    as_json: JsonOption = False,
+) -> None:
+    """Print the raw log, oldest first (--json: one event per line, streamed)."""
+    with open_bank(db) as bank:
+        _print_events(bank, since, as_json)
+
+
+def _print_events(bank: Bank, since: int, as_json: bool) -> None:
+    if as_json:
+        for stored in bank.events(since):
+            typer.echo(json.dumps(stored.as_dict(), ensure_ascii=False))
+        return
+    print_table(
+        ["seq", "time", "kind", "soc_version", "task", "repo_key", "op_name", "hash"],
+        [[s.seq, short_time(s.event.recorded_at), s.event.kind, s.event.soc_version,
+          s.event.task_id, s.event.repo_key, s.event.op_name, s.hash[:12]]
+         for s in bank.events(since)],
+    )

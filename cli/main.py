@@ -1,0 +1,24 @@
+"""The ``bank`` command: one Typer app, its commands kept in one module per group."""
+
+from __future__ import annotations
+
+import typer
+
+from cli import audit_cmds, inspect_cmds
+
+app = typer.Typer(
+    name="bank",
+    help="tunebank: keep, audit and reuse operator-tuning knowledge (AOE custom banks).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+for command in (audit_cmds.init, inspect_cmds.tasks, inspect_cmds.summary, inspect_cmds.query,
+                inspect_cmds.history, inspect_cmds.events, audit_cmds.verify, audit_cmds.rebuild):
+    app.command()(command)
+
+
+def run() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,132 @@
+"""Laws the log must keep, checked on random outcome sequences (hypothesis)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bank import Bank, OutcomeRuleError, Projection
+from bank.events import StoredEvent
+from bank.projection import info_digest
+from tests.conftest import oc
+
+PATHS = ["add", "unsatisfied", "update", "reserved"]
+KEYS = [str(k) for k in range(6)]
+SETTINGS = settings(max_examples=40, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def task_plans(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Tasks, each a set of keys with the path each key takes and a batching of its events."""
+    plans = []
+    for _ in range(draw(st.integers(1, 4))):
+        keys = draw(st.lists(st.sampled_from(KEYS), unique=True, max_size=5))
+        steps = []
+        for key in keys:
+            path = draw(st.sampled_from(PATHS))
+            after = float(draw(st.integers(1, 6)) * 10)
+            if path in ("update", "reserved"):
+                steps.append([("hit", key, None), (path, key, after)])
+            else:
+                steps.append([(path, key, after)])
+        plans.append({"steps": steps, "finish": draw(st.booleans()),
+                      "batch": draw(st.integers(1, 3)), "soc": draw(st.sampled_from(["A", "B"]))})
+    return plans
+
+
+def run_plan(bank: Bank, plans: list[dict[str, Any]]) -> None:
+    for plan in plans:
+        task = bank.start_task(plan["soc"], tuning_name="h")
+        flat = [step for key_steps in plan["steps"] for step in key_steps]
+        size = plan["batch"]
+        for start in range(0, len(flat), size):
+            bank.record(task, [oc(k, key, after) for k, key, after in flat[start:start + size]])
+        if plan["finish"]:
+            bank.finish_task(task)
+
+
+def naive_fold(bank: Bank) -> tuple[dict[Any, tuple[float, str]], dict[str, Counter[str]]]:
+    """An independent fold of the log: min (time, event_id) per key; kinds counted per task."""
+    best: dict[Any, tuple[float, str]] = {}
+    counts: dict[str, Counter[str]] = {}
+    for stored in bank.events():
+        event = stored.event
+        counts.setdefault(event.task_id, Counter())[str(event.kind)] += 1
+        if str(event.kind) in ("add", "update"):
+            key = (event.soc_version, event.repo_key, info_digest(event.payload["info_dict"]))
+            candidate = (event.payload["performance_after_us"], stored.event_id)
+            best[key] = min(best.get(key, candidate), candidate)
+    return best, counts
+
+
+@SETTINGS
+@given(task_plans())
+def test_projection_equals_a_plain_fold_and_invariants_hold(plans: list[dict[str, Any]]) -> None:
+    with Bank.open("sqlite://", create=True) as bank:
+        run_plan(bank, plans)
+        best, counts = naive_fold(bank)
+        stored = bank.store.stored_projection()
+        assert {k: (p.best_us, p.event_id) for k, p in stored.policies.items()} == best
+        for task in stored.tasks.values():
+            kinds = counts[task.task_id]
+            assert (task.add_num, task.hit_num, task.update_num, task.reserved_num,
+                    task.unsatisfied_num) == (kinds["add"], kinds["hit"], kinds["update"],
+                                              kinds["reserved"], kinds["unsatisfied"])
+            if task.finished:
+                summary = task.repo_summary()
+                assert summary["repo_hit_num"] == (summary["repo_update_num"]
+                                                   + summary["repo_reserved_num"])
+                assert summary["total_num"] == (summary["repo_add_num"] + summary["repo_hit_num"]
+                                                 + summary["repo_unsatisfied_num"])
+        assert bank.verify().ok
+
+
+@st.composite
+def broken_batches(draw: st.DrawFn) -> list[tuple[str, str]]:
+    """A batch holding at least one outcome the rules forbid, among valid ones."""
+    good = [("add", "a"), ("hit", "b"), ("reserved", "b"), ("unsatisfied", "c")]
+    bad = draw(st.sampled_from([
+        [("update", "x")], [("reserved", "x")], [("add", "y"), ("add", "y")],
+        [("hit", "z"), ("hit", "z")], [("unsatisfied", "w"), ("hit", "w")],
+        [("hit", "v"), ("update", "v"), ("reserved", "v")],
+    ]))
+    batch = draw(st.permutations(good))[: draw(st.integers(0, 4))] + bad
+    return list(batch)
+
+
+@SETTINGS
+@given(task_plans(), broken_batches())
+def test_invalid_batches_write_nothing(plans: list[dict[str, Any]],
+                                       batch: list[tuple[str, str]]) -> None:
+    with Bank.open("sqlite://", create=True) as bank:
+        run_plan(bank, plans)
+        task = bank.start_task("A", tuning_name="bad")
+        head, before = bank.head(), bank.store.stored_projection()
+        try:
+            bank.record(task, [oc(kind, key) for kind, key in batch])
+        except OutcomeRuleError:
+            pass
+        else:
+            raise AssertionError("a batch breaking the rules was accepted")
+        assert bank.head() == head
+        assert bank.store.stored_projection() == before
+
+
+def test_merge_order_does_not_change_the_winner() -> None:
+    """Equal times: the smaller event_id wins whichever event arrives first."""
+    events = []
+    with Bank.open("sqlite://", create=True) as source:
+        for tag in ("p", "q"):
+            task = source.start_task("A", tuning_name=tag)
+            events += source.outcome_events(task, [oc("add", "1", after=10.0, tag=tag)])
+    winners = set()
+    for order in (events, events[::-1]):
+        projection = Projection()
+        for seq, event in enumerate(order, 1):
+            projection.offer_policy(StoredEvent(seq, event.event_id, event, "", ""))
+        winners.add(next(iter(projection.policies.values())).event_id)
+    assert winners == {min(e.event_id for e in events)}

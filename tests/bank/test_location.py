@@ -1,0 +1,67 @@
+"""Where a bank lives: --db, TUNEBANK_DB, then AOE's folders, and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bank import Bank, BankLocationError
+from bank.location import resolve
+
+
+def test_explicit_beats_environment(tmp_path: Path) -> None:
+    env = {"TUNEBANK_DB": str(tmp_path / "env.db"), "TUNE_BANK_PATH": str(tmp_path / "tb")}
+    assert resolve(str(tmp_path / "x.db"), env).path == tmp_path / "x.db"
+    assert resolve(None, env).path == tmp_path / "env.db"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"TUNE_BANK_PATH": "/banks", "ASCEND_CACHE_PATH": "/cache", "HOME": "/h"},
+         "/banks/bank.db"),
+        ({"ASCEND_CACHE_PATH": "/cache", "HOME": "/h"}, "/cache/aoe_data/bank.db"),
+        ({"HOME": "/h"}, "/h/Ascend/latest/data/aoe/custom/bank.db"),
+    ],
+)
+def test_aoe_folder_order(env: dict[str, str], expected: str) -> None:
+    assert str(resolve(None, env).path) == expected
+
+
+def test_folder_given_as_db_holds_bank_db(tmp_path: Path) -> None:
+    assert resolve(str(tmp_path)).path == tmp_path / "bank.db"
+
+
+def test_unsupported_scheme() -> None:
+    with pytest.raises(BankLocationError, match="scheme 'mysql' is not supported"):
+        resolve("mysql://x/y")
+
+
+def test_missing_bank_is_not_created_by_readers(tmp_path: Path) -> None:
+    with pytest.raises(BankLocationError, match="no bank at"):
+        Bank.open(str(tmp_path / "absent.db"))
+    assert not (tmp_path / "absent.db").exists()
+
+
+def test_created_on_first_write_in_aoe_folder(tmp_path: Path) -> None:
+    env = {"ASCEND_CACHE_PATH": str(tmp_path / "cache")}
+    with Bank.open(create=True, env=env) as bank:
+        assert bank.location.path == tmp_path / "cache" / "aoe_data" / "bank.db"
+    assert (tmp_path / "cache" / "aoe_data" / "bank.db").exists()
+
+
+def test_folder_that_cannot_be_made(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(BankLocationError, match="cannot be created"):
+        Bank.open(str(blocker / "sub" / "bank.db"), create=True)
+
+
+def test_file_that_is_not_a_bank(tmp_path: Path) -> None:
+    other = tmp_path / "other.db"
+    import sqlite3
+
+    sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.close()
+    with pytest.raises(BankLocationError, match="not a tunebank bank"):
+        Bank.open(str(other))

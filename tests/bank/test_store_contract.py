@@ -1,0 +1,201 @@
+"""The storage contract: every backend a bank can live on must pass every test here."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from sqlalchemy.exc import DBAPIError
+
+from bank import Bank, Event, EventKind, OutcomeRuleError, PolicyFilter, StoreError
+from bank.events import GENESIS_HASH, chain_hash
+from tests.conftest import info, oc
+
+
+def finished_task(bank: Bank, outcomes: list, soc: str = "Ascend310") -> str:
+    task = bank.start_task(soc, tuning_name="t", model_name="m")
+    bank.record(task, outcomes)
+    bank.finish_task(task)
+    return task
+
+
+class TestAppend:
+    def test_seq_is_gap_free_and_chained(self, bank: Bank) -> None:
+        finished_task(bank, [oc("add", "1"), oc("unsatisfied", "2")])
+        finished_task(bank, [oc("hit", "1"), oc("reserved", "1")])
+        log = list(bank.events())
+        assert [s.seq for s in log] == list(range(1, 9))
+        prev = GENESIS_HASH
+        for stored in log:
+            assert stored.prev_hash == prev
+            assert stored.hash == chain_hash(prev, stored.seq, stored.event_id,
+                                             stored.event.content())
+            prev = stored.hash
+
+    def test_same_event_twice_is_skipped(self, bank: Bank) -> None:
+        task = bank.start_task("Ascend310", tuning_name="t")
+        events = bank.outcome_events(task, [oc("add", "1")])
+        first = bank.append(events)
+        again = bank.append(events + events)
+        assert len(first.appended) == 1 and first.skipped == ()
+        assert again.appended == () and again.skipped == (events[0].event_id,) * 2
+        assert bank.head() == 2
+
+    def test_batch_is_all_or_nothing(self, bank: Bank) -> None:
+        task = bank.start_task("Ascend310", tuning_name="t")
+        head = bank.head()
+        with pytest.raises(OutcomeRuleError, match="without a hit"):
+            bank.record(task, [oc("add", "1"), oc("add", "2"), oc("update", "3")])
+        assert bank.head() == head
+        assert bank.task(task).add_num == 0
+        assert bank.policies() == []
+
+    @pytest.mark.parametrize(
+        ("batches", "message"),
+        [
+            ([[("update", "1")]], "without a hit"),
+            ([[("reserved", "1")]], "without a hit"),
+            ([[("add", "1")], [("add", "1")]], "already has its add"),
+            ([[("add", "1"), ("unsatisfied", "1")]], "already has its add"),
+            ([[("hit", "1"), ("update", "1")], [("reserved", "1")]], "after its update"),
+            ([[("hit", "1")], [("hit", "1")]], "already has its hit"),
+        ],
+    )
+    def test_outcome_rules(self, bank: Bank, batches: list, message: str) -> None:
+        task = bank.start_task("Ascend310", tuning_name="t")
+        *good, bad = batches
+        for batch in good:
+            bank.record(task, [oc(kind, key) for kind, key in batch])
+        head = bank.head()
+        with pytest.raises(OutcomeRuleError, match=message):
+            bank.record(task, [oc(kind, key) for kind, key in bad])
+        assert bank.head() == head
+
+    def test_finish_with_open_hit_is_refused(self, bank: Bank) -> None:
+        task = bank.start_task("Ascend310", tuning_name="t")
+        bank.record(task, [oc("hit", "1")])
+        with pytest.raises(OutcomeRuleError, match="still wait"):
+            bank.finish_task(task)
+        assert bank.task(task).status == "incomplete"
+
+    def test_nothing_after_finish(self, bank: Bank) -> None:
+        task = finished_task(bank, [oc("add", "1")])
+        with pytest.raises(OutcomeRuleError, match="already finished"):
+            bank.record(task, [oc("add", "2")])
+        with pytest.raises(OutcomeRuleError, match="already finished"):
+            bank.finish_task(task, status="failed")
+
+    def test_outcome_for_unknown_task_or_other_chip(self, bank: Bank) -> None:
+        task = bank.start_task("Ascend310", tuning_name="t")
+        stray = Event(kind=EventKind.ADD, soc_version="Ascend910B2", task_id=task,
+                      recorded_at="2026-01-01T00:00:00.000000Z", origin="test", repo_key="1",
+                      payload={"knowledge": {}, "performance_after_us": 1.0})
+        with pytest.raises(OutcomeRuleError, match="differs from the task's"):
+            bank.append([stray])
+        with pytest.raises(OutcomeRuleError, match="never started"):
+            bank.append([Event(kind=EventKind.HIT, soc_version="Ascend310", task_id="nope",
+                               recorded_at="2026-01-01T00:00:00.000000Z", origin="t",
+                               repo_key="1")])
+
+    def test_database_refuses_update_and_delete(self, bank: Bank) -> None:
+        finished_task(bank, [oc("add", "1")])
+        with bank.store.engine.begin() as conn:
+            for statement in ("UPDATE events SET origin = 'x'", "DELETE FROM events"):
+                with pytest.raises(DBAPIError, match="append-only"):
+                    conn.exec_driver_sql(statement)
+        assert bank.head() == 3
+
+
+class TestProjections:
+    def test_summary_invariants(self, bank: Bank) -> None:
+        finished_task(bank, [oc("add", "1"), oc("add", "2"), oc("unsatisfied", "3")])
+        task = finished_task(bank, [oc("hit", "1"), oc("update", "1", after=40.0),
+                                    oc("hit", "2"), oc("reserved", "2"), oc("add", "4")])
+        assert bank.summary(task) == {
+            "repo_add_num": 1, "repo_hit_num": 2, "repo_reserved_num": 1,
+            "repo_unsatisfied_num": 0, "repo_update_num": 1, "total_num": 3,
+        }
+
+    def test_only_strictly_faster_replaces(self, bank: Bank) -> None:
+        finished_task(bank, [oc("add", "1", after=50.0)])
+        finished_task(bank, [oc("hit", "1"), oc("update", "1", after=60.0)])
+        assert bank.policies()[0].best_us == 50.0
+        task = finished_task(bank, [oc("hit", "1"), oc("update", "1", after=30.0)])
+        best = bank.policies()[0]
+        assert (best.best_us, best.task_id) == (30.0, task)
+
+    def test_lookup_many_keys_checks_info_dict(self, bank: Bank) -> None:
+        finished_task(bank, [oc("add", str(k)) for k in range(700)])
+        asked = [(str(k), info(str(k))) for k in range(0, 800, 3)]
+        found = bank.lookup("Ascend310", asked)
+        assert sorted(found, key=int) == [str(k) for k in range(0, 700, 3)]
+        # A repo_key collision: same key, another operator's features.
+        assert bank.lookup("Ascend310", [("5", {"op": "Conv"})]) == {}
+        assert bank.lookup("Ascend910B2", [("5", info("5"))]) == {}
+
+    def test_colliding_keys_keep_their_own_policies(self, bank: Bank) -> None:
+        task = bank.start_task("Ascend310", tuning_name="t")
+        first = oc("add", "9", after=10.0)
+        other = first.__class__(**{**first.__dict__, "info_dict": {"op": "Conv"},
+                                   "performance_after_us": 5.0})
+        bank.record(task, [first])
+        task2 = bank.start_task("Ascend310", tuning_name="t2")
+        bank.record(task2, [other])
+        found = bank.lookup("Ascend310", [("9", info("9"))])
+        assert found["9"].best_us == 10.0
+        assert len(bank.policies()) == 2
+
+    def test_filters_and_time_travel(self, bank: Bank) -> None:
+        finished_task(bank, [oc("add", "1", after=50.0)])
+        seq_after_first = bank.head()
+        finished_task(bank, [oc("hit", "1"), oc("update", "1", after=20.0)], )
+        finished_task(bank, [oc("add", "7")], soc="Ascend910B2")
+        assert [p.best_us for p in bank.policies(at_seq=seq_after_first)] == [50.0]
+        assert [p.best_us for p in bank.policies(PolicyFilter(soc_version="Ascend310"))] == [20.0]
+        assert [p.repo_key for p in bank.policies(PolicyFilter(soc_version="Ascend910B2"))] == ["7"]
+        assert bank.policies(at_seq=0) == []
+        assert bank.policies(PolicyFilter(backend="other")) == []
+
+    def test_rebuild_gives_the_same_projection(self, bank: Bank) -> None:
+        finished_task(bank, [oc("add", "1"), oc("unsatisfied", "2")])
+        task = bank.start_task("Ascend310", tuning_name="open")
+        bank.record(task, [oc("hit", "1")])
+        before = bank.store.stored_projection()
+        bank.rebuild()
+        assert bank.store.stored_projection() == before
+        assert bank.verify().ok
+
+    def test_task_prefix(self, bank: Bank) -> None:
+        task = bank.start_task("Ascend310", tuning_name="t", task_id="abc123")
+        bank.start_task("Ascend310", tuning_name="t", task_id="abd456")
+        assert bank.task("abc").task_id == task
+        with pytest.raises(Exception, match="ambiguous"):
+            bank.task("ab")
+
+
+class TestConcurrency:
+    def test_parallel_writers_keep_the_chain(self, tmp_path: Path) -> None:
+        path = str(tmp_path / "shared.db")
+        Bank.open(path, create=True).close()
+        errors: list[BaseException] = []
+
+        def writer(n: int) -> None:
+            try:
+                with Bank.open(path) as mine:
+                    for round_ in range(5):
+                        finished_task(mine, [oc("add", f"{n}-{round_}-{k}") for k in range(4)])
+            except (StoreError, OutcomeRuleError) as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        with Bank.open(path) as bank:
+            assert bank.head() == 4 * 5 * 6
+            report = bank.verify()
+            assert report.ok, report.problems
+            assert len(bank.policies()) == 80

@@ -1,0 +1,122 @@
+"""The `bank` command through typer's CliRunner: tables, --json, errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from freezegun import freeze_time
+from typer.testing import CliRunner
+
+from cli.main import app
+from fixtures.demo_bank import build
+
+runner = CliRunner()
+COMMANDS = sorted(info.name or info.callback.__name__ for info in app.registered_commands
+                  if info.callback is not None)
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> tuple[str, list[str]]:
+    db = str(tmp_path / "demo.db")
+    with freeze_time("2026-11-30 08:15:00"):
+        tasks = build(db)
+    return db, tasks
+
+
+def ok(*args: str) -> str:
+    """Run a command that must succeed; return what it printed."""
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_is_documented(command: str) -> None:
+    out = ok(command, "--help")
+    assert "Usage:" in out
+    info = next(i for i in app.registered_commands if i.callback and
+                i.callback.__name__ == command)
+    assert info.callback is not None and info.callback.__doc__
+
+
+def test_init_creates_and_reports(tmp_path: Path) -> None:
+    db = str(tmp_path / "new" / "bank.db")
+    out = ok("init", "--db", db)
+    assert "0 events" in out
+    assert Path(db).exists()
+
+
+def test_tasks_table_and_json(demo: tuple[str, list[str]]) -> None:
+    db, (first, second) = demo
+    out = ok("tasks", "--db", db)
+    assert first in out and "2026-11-30 08:15:00" in out and "successful" in out
+    out = ok("tasks", "--db", db, "--json")
+    rows = json.loads(out)
+    assert [r["task_id"] for r in rows] == [first, second]
+    assert rows[1]["repo_summary"]["repo_update_num"] == 1
+
+
+def test_summary_json_has_aoe_fields(demo: tuple[str, list[str]]) -> None:
+    db, (_, second) = demo
+    out = ok("summary", second[:6], "--db", db, "--json")
+    assert json.loads(out) == {"repo_add_num": 1, "repo_hit_num": 2, "repo_reserved_num": 1,
+                               "repo_unsatisfied_num": 0, "repo_update_num": 1, "total_num": 3}
+
+
+def test_query_filters_and_time_travel(demo: tuple[str, list[str]]) -> None:
+    db, _ = demo
+    out = ok("query", "--db", db, "--op-type", "Conv", "--json")
+    assert [p["best_us"] for p in json.loads(out)] == [91.5]
+    out = ok("query", "--db", db, "--op-type", "Conv", "--at-seq", "6", "--json")
+    assert [p["best_us"] for p in json.loads(out)] == [99.0]
+    out = ok("query", "--db", db, "--as-of", "2026-11-29", "--json")
+    assert json.loads(out) == []
+    out = ok("query", "--db", db, "--as-of", "2026-11-30T09:00", "--json")
+    assert len(json.loads(out)) == 4
+
+
+def test_history_names_tasks_and_models(demo: tuple[str, list[str]]) -> None:
+    db, _ = demo
+    out = ok("history", "--db", db, "--op-name", "Conv_0")
+    lines = out.splitlines()[2:]
+    assert [line.split()[3] for line in lines] == ["add", "hit", "update"]
+    assert "demo_net_v1" in lines[0] and "demo_net_v2" in lines[2]
+
+
+def test_events_since_streams_json_lines(demo: tuple[str, list[str]]) -> None:
+    db, _ = demo
+    out = ok("events", "--db", db, "--since", "10", "--json")
+    events = [json.loads(line) for line in out.splitlines()]
+    assert [e["seq"] for e in events] == [11, 12, 13]
+    assert events[-1]["kind"] == "task_finished"
+
+
+def test_verify_and_rebuild(demo: tuple[str, list[str]]) -> None:
+    db, _ = demo
+    out = ok("verify", "--db", db)
+    assert out.startswith("OK: 13 events")
+    out = ok("rebuild", "--db", db, "--json")
+    assert json.loads(out) == {"events": 13, "tasks": 2, "policies": 4}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["tasks", "--db", "{tmp}/absent.db"], "no bank at"),
+        (["summary", "zzz", "--db", "{db}"], "task 'zzz': no such task"),
+        (["query", "--db", "{db}", "--as-of", "yesterday"], "--as-of: 'yesterday' is not"),
+        (["history", "--db", "{db}"], "give --repo-key, --op-name or --op-type"),
+        (["tasks", "--db", "mysql://h/x"], "scheme 'mysql' is not supported"),
+    ],
+)
+def test_user_errors_are_one_line(demo: tuple[str, list[str]], tmp_path: Path,
+                                  args: list[str], message: str) -> None:
+    db, _ = demo
+    result = runner.invoke(app, [a.format(tmp=tmp_path, db=db) for a in args])
+    assert result.exit_code != 0
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    errors = [line for line in result.output.splitlines() if line.startswith("bank: error:")]
+    assert len(errors) == 1 and message in errors[0]
+    assert "Traceback" not in result.output
