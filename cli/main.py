@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from cli import audit_cmds, inspect_cmds
+from cli import audit_cmds, inspect_cmds, tune_cmds
 
 app = typer.Typer(
     name="bank",
@@ -14,7 +14,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-for command in (audit_cmds.init, inspect_cmds.tasks, inspect_cmds.summary, inspect_cmds.query,
+for command in (audit_cmds.init, tune_cmds.tune, tune_cmds.socs, inspect_cmds.tasks,
+                inspect_cmds.summary, inspect_cmds.query,
                 inspect_cmds.history, inspect_cmds.events, audit_cmds.verify, audit_cmds.rebuild):
     app.command()(command)
 

@@ -1,0 +1,154 @@
+"""Commands that fill the bank: tune, and socs (the chips the cost model knows)."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.common import DbOption, JsonOption, open_bank, print_json, print_table, user_errors
+
+if TYPE_CHECKING:
+    from bank import Outcome
+    from tuner.flow import Reporter, TuneReport
+    from tuner.plan import KeyGroup
+
+
+class Mode(StrEnum):
+    ga = "ga"
+    rl = "rl"
+    random = "random"
+    exhaustive = "exhaustive"
+
+
+class OnOff(StrEnum):
+    on = "on"
+    off = "off"
+
+
+class ResultFormat(StrEnum):
+    v1 = "v1"
+    v2 = "v2"
+
+
+
+
+@user_errors
+def tune(
+    model: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The ONNX model.")],
+    soc_version: Annotated[str, typer.Option("--soc-version", help="Chip to tune for (see `bank socs`).")],
+    db: DbOption = None,
+    mode: Annotated[Mode, typer.Option(help="Search mode: ga, rl, random or exhaustive.")] = Mode.ga,
+    budget: Annotated[int | None, typer.Option(
+        min=1, help="Measurements per operator (default: per mode).")] = None,
+    seed: Annotated[int, typer.Option(help="Random seed: same seed, same result.")] = 0,
+    retune: Annotated[bool, typer.Option("--retune", help="Search known keys again, warm-started.")] = False,
+    reload: Annotated[bool, typer.Option("--reload", help="Resume this model's unfinished task.")] = False,
+    input_shape: Annotated[str | None, typer.Option(
+        "--input-shape", help='Fix input shapes: "name:1,3,224,224;other:8,128".')] = None,
+    tuning_config: Annotated[Path | None, typer.Option(
+        "--tuning-config", exists=True, dir_okay=False,
+        help="JSON: ops_to_tune, tiling_range, impl_options.")] = None,
+    tune_ops_file: Annotated[Path | None, typer.Option(
+        "--tune-ops-file", exists=True, dir_okay=False,
+        help="JSON: tune_ops_name and/or tune_ops_type (their union is tuned).")] = None,
+    load_tuning_result: Annotated[Path | None, typer.Option(
+        "--load-tuning-result", exists=True, dir_okay=False,
+        help="A tuning_result.json whose policies are measured and kept instead of searched.")] = None,
+    noise: Annotated[float, typer.Option(help="Relative measurement noise of the sim backend.")] = 0.0,
+    run_loop: Annotated[int, typer.Option("--run-loop", help="Runs per candidate; the median is kept.")] = 1,
+    tuning_name: Annotated[str | None, typer.Option("--tuning-name", help="Task name.")] = None,
+    result_format: Annotated[ResultFormat, typer.Option(
+        "--result-format", help="OPAT result file format: v2 (newer) or v1 (older).")] = ResultFormat.v2,
+    output: Annotated[Path | None, typer.Option(
+        help="Write the annotated model in DIR/aoe_workspace/... .")] = None,
+    progress_bar: Annotated[OnOff, typer.Option("--progress-bar", help="Progress on stderr.")] = OnOff.on,
+    as_json: JsonOption = False,
+) -> None:
+    """Tune an ONNX model into the bank: known keys are reused, new ones searched and recorded."""
+    from tuner.flow import TuneOptions
+    from tuner.flow import tune as run_tune
+    from tuner.model import parse_input_shapes
+
+    options = TuneOptions(
+        model=model, soc_version=soc_version, mode=mode.value, budget=budget, seed=seed,
+        retune=retune, reload=reload, input_shapes=parse_input_shapes(input_shape),
+        tuning_config=tuning_config, tune_ops_file=tune_ops_file,
+        load_tuning_result=load_tuning_result, noise=noise, run_loop=run_loop,
+        tuning_name=tuning_name, result_format=result_format.value, work_dir=Path.cwd(),
+        output=output)
+    reporter = _progress() if progress_bar == OnOff.on and not as_json else None
+    report = run_tune(lambda: open_bank(db, create=True), options, reporter)
+    if as_json:
+        print_json(report.as_json())
+    else:
+        _closing_lines(report)
+
+
+def _progress() -> Reporter:
+    from tuner.flow import Reporter
+
+    class StderrProgress(Reporter):
+        """Progress lines on stderr: a bar per key, AOE's generation lines, each outcome."""
+
+        def start(self, keys: int, skipped: int) -> None:
+            sys.stderr.write(f"{skipped} key(s) known or already recorded; searching {keys}\n")
+
+        def key_started(self, index: int, total: int, key: KeyGroup) -> None:
+            done = 30 * (index - 1) // max(total, 1)
+            sys.stderr.write(f"[{'#' * done}{'.' * (30 - done)}] {index}/{total} "
+                             f"{key.ops[0].name} ({key.op_type})\n")
+
+        def generation(self, key: KeyGroup, step: int, steps: int, best_us: float) -> None:
+            if step == steps or step % 5 == 0:
+                sys.stderr.write(f"    Generation {step}/{steps}, best latency: "
+                                 f"{best_us / 1000:.6f} ms\n")
+
+        def key_done(self, index: int, total: int, key: KeyGroup, outcome: Outcome) -> None:
+            before, after = outcome.performance_before_us, outcome.performance_after_us
+            times = f" {before:.3f} -> {after:.3f} us" if before and after else ""
+            sys.stderr.write(f"    {outcome.kind}{times}\n")
+
+    return StderrProgress()
+
+
+def _closing_lines(report: TuneReport) -> None:
+    summary = report.repo_summary
+    typer.echo(f"task {report.task_id} ({report.soc_version}): {report.status}"
+               + (" (resumed)" if report.resumed else ""))
+    typer.echo("repo_summary: " + ", ".join(f"{k}={v}" for k, v in summary.items()))
+    typer.echo(f"measurements: {report.measurements}")
+    typer.echo(f"Model performance before tuning: {report.model_baseline_ms:.6f} ms")
+    typer.echo(f"Model performance after tuning:  {report.model_result_ms:.6f} ms")
+    typer.echo(f"{report.tuning_name} process finished. "
+               f"Performance improved by {report.improvement_pct:.2f}%")
+    typer.echo(f"Tuning took {report.tuning_time_s:.2f} s")
+    typer.echo(f"Result file: {report.result_file}")
+    typer.echo(f"Tuning result: {report.tuning_result_file}")
+    if report.output_model:
+        typer.echo(f"Tuned model: {report.output_model}")
+    if report.failed_operators:
+        typer.echo("Failed operators: " + ", ".join(report.failed_operators))
+
+
+@user_errors
+def socs(as_json: JsonOption = False) -> None:
+    """List the chips the sim cost model knows, with their parameters."""
+    from tuner.socs import SOCS
+
+    if as_json:
+        print_json([spec.as_dict() for spec in SOCS.values()])
+        return
+    print_table(
+        ["soc_version", "ai_cores", "vector_cores", "GHz", "L0A KiB", "L0B KiB", "L0C KiB",
+         "L1 KiB", "UB KiB", "GM GB/s", "fp16 TFLOPS", "estimated"],
+        [[s.soc_version, s.ai_cores, s.vector_cores, s.freq_ghz, s.l0a_bytes // 1024,
+          s.l0b_bytes // 1024, s.l0c_bytes // 1024, s.l1_bytes // 1024, s.ub_bytes // 1024,
+          s.gm_gbps, round(s.peak_tflops(), 1), len(s.estimates)] for s in SOCS.values()],
+    )
+
+
+__all__ = ["socs", "tune"]

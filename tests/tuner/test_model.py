@@ -1,0 +1,65 @@
+"""Reading models: shapes inferred, inputs fixed, and clear errors for what cannot be known."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.tuner.conftest import BERT_SHAPE, MODELS
+from tuner.keys import info_dict, repo_key
+from tuner.model import ModelError, load_model, parse_input_shapes
+
+
+@pytest.mark.parametrize("name", ["resnet50.onnx", "vgg19.onnx", "inception_v1.onnx", "squeezenet.onnx"])
+def test_every_bundled_model_loads_with_known_shapes(name: str) -> None:
+    model = load_model(MODELS / name)
+    assert model.operators
+    for op in model.operators:
+        assert all(t.shape is not None for t in op.inputs)
+
+
+def test_parse_input_shapes() -> None:
+    assert parse_input_shapes("a:1,3,224,224; b:8") == {"a": (1, 3, 224, 224), "b": (8,)}
+    assert parse_input_shapes("scope/x:0:1,2") == {"scope/x:0": (1, 2)}
+    for bad in ("a", "a:", "a:1,x", "a:0,3", ":1,2"):
+        with pytest.raises(ModelError, match="--input-shape"):
+            parse_input_shapes(bad)
+
+
+def test_dynamic_input_needs_a_shape(bert_models: tuple[Path, Path]) -> None:
+    v1, _ = bert_models
+    with pytest.raises(ModelError, match="input 'input_ids_embedded' has a dynamic"):
+        load_model(v1)
+    with pytest.raises(ModelError, match="has no input 'nope'"):
+        load_model(v1, {"nope": (1,)})
+    with pytest.raises(ModelError, match=r"rank 3, not 2"):
+        load_model(v1, {"input_ids_embedded": (1, 64)})
+    model = load_model(v1, BERT_SHAPE)
+    matmuls = [op for op in model.operators if op.op_type == "MatMul"]
+    assert matmuls[0].outputs[0].shape == (1, 64, 128)
+
+
+def test_a_file_that_is_not_a_model(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"\x00\x01 definitely not protobuf \xff" * 10)
+    with pytest.raises(ModelError, match=r"junk\.onnx"):
+        load_model(junk)
+    with pytest.raises(ModelError, match="cannot read"):
+        load_model(tmp_path / "absent.onnx")
+
+
+def test_repeated_blocks_share_keys_and_names_do_not_count() -> None:
+    model = load_model(MODELS / "resnet50.onnx")
+    convs = [op for op in model.operators if op.op_type == "Conv"]
+    keys = {repo_key(info_dict(op)) for op in convs}
+    assert len(keys) < len(convs)
+    first = convs[0]
+    renamed = type(first)(name="other", op_type=first.op_type, inputs=first.inputs,
+                          outputs=first.outputs, attrs=first.attrs, index=first.index)
+    assert repo_key(info_dict(renamed)) == repo_key(info_dict(first))
+    strided = type(first)(name=first.name, op_type=first.op_type, inputs=first.inputs,
+                          outputs=first.outputs, attrs={**first.attrs, "strides": [1, 1]},
+                          index=first.index)
+    assert repo_key(info_dict(strided)) != repo_key(info_dict(first))
+    assert repo_key(info_dict(first)).isdigit()

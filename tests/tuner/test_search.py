@@ -1,0 +1,89 @@
+"""Search strategies: reproducible, and ga and rl reach the exhaustive optimum on small spaces."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tuner.costmodel import CostModel
+from tuner.search import STRATEGIES, Evaluator, SearchError, make_search
+from tuner.socs import SOCS
+from tuner.space import SearchSpace, conv_space, matmul_space, vector_space
+from tuner.workload import ConvWork, MatmulWork, VectorWork, Workload
+
+SPEC = SOCS["Ascend910B2"]
+MATMUL = MatmulWork(1, 512, 768, 3072, True)
+CONV = ConvWork(1, 64, 56, 56, 64, 56, 56, 3, 3, 1, 1, False)
+VECTOR = VectorWork(200_000, 400_000, 400_000, 1, 5, 3000, 3)
+
+
+def small_matmul_space() -> SearchSpace:
+    return matmul_space(MATMUL, SPEC).restrict({
+        "baseM": [64, 128], "baseN": [64, 128, 256], "baseK": [32, 64], "stepM": [1, 2],
+        "stepN": [1, 2], "stepKa": [1], "stepKb": [1], "depthA1": [2, 4], "depthB1": [2],
+        "dbL0A": [1], "dbL0B": [0, 1], "dbL0C": [0, 1], "coreSplitM": [1, 4, 8, 24],
+        "format": [0, 1], "impl": [0]})
+
+
+CASES: list[tuple[str, Workload, SearchSpace]] = [
+    ("matmul", MATMUL, small_matmul_space()),
+    ("conv", CONV, conv_space(CONV, SPEC).restrict({"hoL0": [2, 4], "kL0": [2, 4], "nL0": [2, 4],
+                                                     "kAL1": [1], "kBL1": [1, 0], "nDim": [1],
+                                                     "unroll": [1, 2]})),
+    ("vector", VECTOR, vector_space(VECTOR, SPEC)),
+]
+
+
+def run(mode: str, work: Workload, space: SearchSpace, seed: int = 7, budget: int | None = None,
+        noise: float = 0.0, run_loop: int = 1) -> tuple[tuple[int, ...], float, int]:
+    cost = CostModel(SPEC)
+    evaluate = Evaluator(lambda c: cost.evaluate(work, space, c), noise, run_loop,
+                         np.random.default_rng(seed + 1))
+    result = make_search(mode, budget, np.random.default_rng(seed)).search(space, evaluate)
+    return result.candidate, result.latency_us, result.measurements
+
+
+@pytest.mark.parametrize("mode", sorted(STRATEGIES))
+@pytest.mark.parametrize(("name", "work", "space"), CASES, ids=[c[0] for c in CASES])
+def test_same_seed_same_result(mode: str, name: str, work: Workload, space: SearchSpace) -> None:
+    assert run(mode, work, space) == run(mode, work, space)
+
+
+@pytest.mark.parametrize("mode", ["ga", "rl"])
+@pytest.mark.parametrize(("name", "work", "space"), CASES, ids=[c[0] for c in CASES])
+def test_finds_the_exhaustive_optimum(mode: str, name: str, work: Workload, space: SearchSpace) -> None:
+    optimum = run("exhaustive", work, space)[1]
+    budget = {"ga": 640, "rl": 768}[mode]
+    found = run(mode, work, space, budget=budget)
+    assert found[1] == pytest.approx(optimum)
+    assert found[2] < space.size  # it did not need to measure everything
+
+
+def test_rl_measures_less_than_ga_by_default() -> None:
+    space = matmul_space(MATMUL, SPEC)
+    assert run("rl", MATMUL, space)[2] < run("ga", MATMUL, space)[2]
+
+
+def test_under_noise_the_median_of_repeats_stays_close() -> None:
+    space = CASES[0][2]
+    optimum = run("exhaustive", MATMUL, space)[1]
+    candidate, _, _ = run("ga", MATMUL, space, budget=640, noise=0.05, run_loop=15)
+    true_time = CostModel(SPEC).evaluate(MATMUL, space, np.array([candidate]))[0]
+    assert true_time <= optimum * 1.05
+
+
+def test_results_are_feasible_and_counted() -> None:
+    space = matmul_space(MATMUL, SPEC)
+    candidate, latency, measurements = run("random", MATMUL, space, budget=300)
+    assert np.isfinite(latency) and 250 <= measurements <= 300
+    assert CostModel(SPEC).evaluate(MATMUL, space, np.array([candidate]))[0] == latency
+
+
+def test_exhaustive_refuses_a_huge_space() -> None:
+    with pytest.raises(SearchError, match="narrow it with --tuning-config"):
+        run("exhaustive", MATMUL, matmul_space(MATMUL, SPEC))
+
+
+def test_unknown_mode() -> None:
+    with pytest.raises(SearchError, match="--mode: unknown mode 'sa'"):
+        make_search("sa", None, np.random.default_rng(0))

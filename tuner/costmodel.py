@@ -1,0 +1,197 @@
+"""The ``sim`` backend: an analytic model of an Ascend AI Core, scoring whole candidate batches.
+
+Every formula is in docs/cost-model.md. Inputs are the decoded knob columns of a population;
+the output is one latency in microseconds per candidate, ``inf`` where the candidate does not
+fit the chip's buffers (so an infeasible candidate is never "measured" as a real time).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tuner.socs import SocSpec
+from tuner.space import SearchSpace
+from tuner.workload import ConvWork, MatmulWork, VectorWork, Workload
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    Array = NDArray[np.float64]
+
+COST_MODEL_VERSION = "sim-1"
+FP16 = 2
+FP32 = 4
+C0 = 16  # fp16 channels per NC1HWC0 block, and the cube's edge
+ND_LOAD_PENALTY = 1.4  # GM->L1 time factor for an ND operand converted on the fly (estimate)
+NCHW_LOAD_PENALTY = 2.0  # GM->L1 time factor for a conv input read channel-strided (estimate)
+CORE_START_US = 0.05  # per extra core a kernel starts on (estimate)
+
+
+def _ceil(a: Array | int, b: Array | int) -> Array:
+    return np.ceil(np.asarray(a, dtype=np.float64) / np.asarray(b, dtype=np.float64))
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """The analytic model of one chip."""
+
+    soc: SocSpec
+
+    def _gm_us(self, nbytes: Array | float) -> Array:
+        return np.asarray(nbytes, dtype=np.float64) / (self.soc.gm_gbps * 1e3)
+
+    def _cycles_us(self, cycles: Array | float) -> Array:
+        return np.asarray(cycles, dtype=np.float64) / (self.soc.freq_ghz * 1e3)
+
+    def format_change_us(self, nbytes: float) -> float:
+        """A TransData between formats: read and write the tensor once, plus a launch."""
+        return float(self._gm_us(2 * nbytes)) + self.soc.launch_us
+
+    def evaluate(self, work: Workload, space: SearchSpace, candidates: np.ndarray) -> Array:
+        """Latency in µs of each candidate row (``inf`` where it does not fit)."""
+        knobs = space.decode(np.atleast_2d(candidates))
+        if isinstance(work, MatmulWork):
+            return self._matmul(work, knobs)
+        if isinstance(work, ConvWork):
+            return self._conv(work, knobs)
+        return self._vector(work, knobs)
+
+    # -- cube: matrix multiply ----------------------------------------------------------------
+
+    def _matmul(self, w: MatmulWork, k: dict[str, np.ndarray]) -> Array:
+        soc = self.soc
+        bm, bn, bk = k["baseM"], k["baseN"], k["baseK"]
+        feasible = (
+            (bm * bk * FP16 * (1 + k["dbL0A"]) <= soc.l0a_bytes)
+            & (bk * bn * FP16 * (1 + k["dbL0B"]) <= soc.l0b_bytes)
+            & (bm * bn * FP32 * (1 + k["dbL0C"]) <= soc.l0c_bytes)
+            & (k["depthA1"] % (k["stepM"] * k["stepKa"]) == 0)
+            & (k["depthB1"] % (k["stepN"] * k["stepKb"]) == 0)
+            & ((k["depthA1"] * bm * bk + k["depthB1"] * bk * bn) * FP16 <= soc.l1_bytes)
+        )
+        core_m = k["coreSplitM"]
+        core_n = np.maximum(1, soc.ai_cores // core_m)
+        m_tiles, n_tiles, k_tiles = w.batch * _ceil(w.m, bm), _ceil(w.n, bn), _ceil(w.k, bk)
+        mt, nt = _ceil(m_tiles, core_m), _ceil(n_tiles, core_n)
+        used = np.minimum(core_m, m_tiles) * np.minimum(core_n, n_tiles)
+        blocks = mt * nt * k_tiles
+        cube = blocks * (bm / C0) * (bn / C0) * (bk / C0)
+        l0_load = blocks * (bm * bk + bk * bn) * FP16 / soc.l1_to_l0_bytes_per_cycle
+        both_db = (k["dbL0A"] == 1) & (k["dbL0B"] == 1)
+        one_db = (k["dbL0A"] + k["dbL0B"]) == 1
+        core = np.where(both_db, np.maximum(cube, l0_load),
+                        np.where(one_db, cube + 0.5 * l0_load, cube + l0_load))
+        out_cycles = mt * nt * bm * bn * FP16 / soc.ub_bytes_per_cycle
+        core = core + np.where(k["dbL0C"] == 1, 0.25, 1.0) * out_cycles
+        a_bytes = mt * bm * k_tiles * bk * FP16 * _ceil(nt, k["stepN"])
+        b_bytes = nt * bn * k_tiles * bk * FP16 * _ceil(mt, k["stepM"])
+        dmas = (mt * _ceil(k_tiles, k["stepKa"]) * _ceil(nt, k["stepN"])
+                + nt * _ceil(k_tiles, k["stepKb"]) * _ceil(mt, k["stepM"]))
+        core = core + (blocks + dmas) * soc.issue_cycles
+        nz = k["format"] == 1
+        a_penalty = np.where(nz, 1.0, ND_LOAD_PENALTY)
+        b_penalty = np.where(nz | w.b_const, 1.0, ND_LOAD_PENALTY)
+        gm = self._gm_us(used * (a_bytes * a_penalty + b_bytes * b_penalty)
+                         + w.batch * w.m * w.n * FP16)
+        l1_db = ((k["depthA1"] >= 2 * k["stepM"] * k["stepKa"])
+                 & (k["depthB1"] >= 2 * k["stepN"] * k["stepKb"]))
+        core_us = self._cycles_us(core)
+        cube_us = np.where(l1_db, np.maximum(core_us, gm), core_us + gm)
+        fmt_us = np.where(nz, self._nz_conversion_us(w), 0.0)
+        cube_us = cube_us + fmt_us + (used - 1) * CORE_START_US
+        vector_us = self._matmul_on_vector(w)
+        latency = np.where(k["impl"] == 1, vector_us, cube_us) + soc.launch_us
+        return np.where(feasible | (k["impl"] == 1), latency, np.inf)
+
+    def _nz_conversion_us(self, w: MatmulWork) -> float:
+        """FRACTAL_NZ operands: the activation (and a non-constant B) and the output convert."""
+        a = w.batch * w.m * w.k * FP16
+        b = 0 if w.b_const else w.batch * w.k * w.n * FP16
+        out = w.batch * w.m * w.n * FP16
+        return float(self._gm_us(2 * (a + b + out))) + 2 * self.soc.launch_us
+
+    def _matmul_on_vector(self, w: MatmulWork) -> float:
+        macs = w.batch * w.m * w.n * w.k
+        cycles = macs / (self.soc.vector_fp16_per_cycle * self.soc.vector_cores)
+        nbytes = w.batch * (w.m * w.k + w.k * w.n + w.m * w.n) * FP16
+        return max(float(self._cycles_us(cycles)), float(self._gm_us(nbytes)))
+
+    # -- cube: convolution --------------------------------------------------------------------
+
+    def _conv(self, w: ConvWork, k: dict[str, np.ndarray]) -> Array:
+        soc = self.soc
+        nchw = k["format"] == 1
+        taps = w.kh * w.kw
+        k_total = np.where(nchw, _ceil(w.cin * taps, C0) * C0, _ceil(w.cin, C0) * C0 * taps)
+        n_total = _ceil(w.cout, C0) * C0
+        wo_t = np.minimum(k["woL0"], w.wout)
+        m_tile = k["hoL0"] * wo_t
+        m_pad = _ceil(m_tile, C0) * C0
+        k_l0, n_l0 = k["kL0"] * C0, k["nL0"] * C0
+        k_tiles = _ceil(k_total, k_l0)
+        ka = np.where(k["kAL1"] == 0, k_tiles, np.minimum(k["kAL1"], k_tiles))
+        kb = np.where(k["kBL1"] == 0, k_tiles, np.minimum(k["kBL1"], k_tiles))
+        ho_l1 = k["hoL0"] * k["hoL1"]
+        rows_in = (ho_l1 - 1) * w.sh + (w.kh - 1) * w.dh + 1
+        a_l1 = np.minimum(rows_in, w.hin) * w.win * ka * k_l0 / taps * FP16
+        b_l1 = kb * k_l0 * n_l0 * FP16
+        feasible = (
+            (m_pad * k_l0 * FP16 * 2 <= soc.l0a_bytes)
+            & (k_l0 * n_l0 * FP16 * 2 <= soc.l0b_bytes)
+            & (m_pad * n_l0 * FP32 * 2 <= soc.l0c_bytes)
+            & (2 * (a_l1 + b_l1) <= soc.l1_bytes)
+            & (k["batchDim"] * k["nDim"] <= soc.ai_cores)
+            & (k["hoL0"] <= max(w.hout, 1) * 2)
+        )
+        m_blocks = _ceil(w.hout, k["hoL0"]) * _ceil(w.wout, wo_t)
+        n_tiles = _ceil(n_total, n_l0)
+        core_m = np.maximum(1, soc.ai_cores // (k["batchDim"] * k["nDim"]))
+        per_core_batch = _ceil(w.batch, k["batchDim"])
+        per_core_m = _ceil(m_blocks, core_m)
+        per_core_n = _ceil(n_tiles, k["nDim"])
+        used = (np.minimum(k["batchDim"], w.batch) * np.minimum(k["nDim"], n_tiles)
+                * np.minimum(core_m, m_blocks))
+        tiles = per_core_batch * per_core_m * per_core_n
+        cube = tiles * k_tiles * (m_pad / C0) * k["kL0"] * k["nL0"]
+        if w.transposed:  # zero-inserted input: strided positions do no useful work
+            cube = cube * w.sh
+        l0_load = tiles * k_tiles * (m_pad * k_l0 + k_l0 * n_l0) * FP16 / soc.l1_to_l0_bytes_per_cycle
+        unroll = k["unroll"]
+        overhead = tiles * k_tiles * soc.issue_cycles / unroll + tiles * (unroll - 1) * 8
+        out_cycles = tiles * m_pad * n_l0 * FP16 / soc.ub_bytes_per_cycle
+        core_us = self._cycles_us(np.maximum(cube, l0_load) + overhead + 0.25 * out_cycles)
+        in_bytes = w.batch * w.hin * w.win * np.where(nchw, w.cin, _ceil(w.cin, C0) * C0) * FP16
+        halo = np.maximum(1.0, rows_in / np.maximum(ho_l1 * w.sh, 1))
+        a_reload = np.where(ka >= k_tiles, 1.0, per_core_n)
+        w_bytes = k_total * n_total * FP16
+        b_reload = np.where(kb >= k_tiles, per_core_batch, per_core_batch * _ceil(per_core_m, k["hoL1"]))
+        out_bytes = w.batch * w.hout * w.wout * n_total * FP16
+        gm_bytes = (in_bytes * halo * a_reload * np.where(nchw, NCHW_LOAD_PENALTY, 1.0)
+                    + used * w_bytes * b_reload / np.maximum(k["batchDim"], 1) + out_bytes)
+        latency = np.maximum(core_us, self._gm_us(gm_bytes)) + (used - 1) * CORE_START_US
+        return np.where(feasible, latency + soc.launch_us, np.inf)
+
+    # -- vector unit --------------------------------------------------------------------------
+
+    def _vector(self, w: VectorWork, k: dict[str, np.ndarray]) -> Array:
+        soc = self.soc
+        tile, db, dim = k["tile"], k["doubleBuffer"], k["blockDim"]
+        buffers = w.inputs + 1
+        feasible = tile * FP16 * buffers * (1 + db) <= soc.ub_bytes
+        whole_rows = (w.row == 0) | (tile >= w.row)
+        useful = np.where((w.row > 0) & whole_rows, np.floor(tile / max(w.row, 1)) * w.row, tile)
+        passes = np.where(whole_rows, 1, w.passes_split)
+        tiles = _ceil(w.elements, useful) * passes
+        per_core = _ceil(tiles, dim)
+        bytes_per_elem = (w.bytes_in + w.bytes_out) / max(w.elements, 1)
+        mem = tile * bytes_per_elem / soc.ub_bytes_per_cycle
+        compute = tile * w.ops_per_element / soc.vector_fp16_per_cycle
+        per_tile = np.where(db == 1, np.maximum(mem, compute), mem + compute) + soc.issue_cycles
+        core_us = self._cycles_us(per_core * per_tile)
+        gm = self._gm_us((w.bytes_in * passes) + w.bytes_out)
+        used = np.minimum(dim, tiles)
+        latency = np.maximum(core_us, gm) + (used - 1) * CORE_START_US + soc.launch_us
+        return np.where(feasible, latency, np.inf)

@@ -1,0 +1,422 @@
+"""The incremental tune: skip what the bank knows, search the rest, record as it goes.
+
+For every key of the model, looked up in one batch against the bank:
+
+- known, no retune: ``hit`` then ``reserved``, no measurement;
+- known, retune: ``hit``, a search warm-started from the stored policy, then ``update`` if
+  strictly faster than the stored entry, else ``reserved``;
+- unknown: a search, then ``add`` if strictly faster than the default policy, else
+  ``unsatisfied``;
+- a search that fails: ``unsatisfied`` (or ``reserved`` after a hit), reason ``failed``.
+
+Each key's outcome is appended as soon as it is known, so the log is the progress record and a
+killed run resumes (``reload``) without measuring recorded keys again.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bank import Bank, EventKind, Outcome, Policy, TaskView
+from bank.errors import BankError
+from bank.store import EventFilter
+from tuner.config import TuneSelection, load_selection
+from tuner.costmodel import COST_MODEL_VERSION, CostModel
+from tuner.model import load_model
+from tuner.plan import KeyGroup, TunePlan, plan_tune
+from tuner.results import (
+    ReportInfo,
+    TaskOutcomes,
+    annotated_model,
+    opat_v1,
+    opat_v2,
+    tuning_result,
+    write_json_atomic,
+)
+from tuner.search import Evaluator, SearchError, make_search
+from tuner.socs import get_soc
+from tuner.space import SearchSpace
+
+BACKEND = "sim"
+FAULT_ENV = "TUNEBANK_FAULT_KILL_AFTER"  # fault injection for tests: SIGKILL after N keys
+
+
+class TuneError(BankError):
+    """A tune cannot start (bad option) or resume."""
+
+
+def tool_version() -> str:
+    """tunebank's installed version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tunebank")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """Everything ``bank tune`` takes."""
+
+    model: Path
+    soc_version: str
+    mode: str = "ga"
+    budget: int | None = None
+    seed: int = 0
+    retune: bool = False
+    reload: bool = False
+    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    tuning_config: Path | None = None
+    tune_ops_file: Path | None = None
+    load_tuning_result: Path | None = None
+    noise: float = 0.0
+    run_loop: int = 1
+    tuning_name: str | None = None
+    result_format: str = "v2"
+    work_dir: Path = Path(".")
+    output: Path | None = None
+
+
+class Reporter:
+    """Progress hooks; the default reports nothing."""
+
+    def start(self, keys: int, skipped: int) -> None:
+        """The run is about to search ``keys`` keys (``skipped`` were known or recorded)."""
+
+    def key_started(self, index: int, total: int, key: KeyGroup) -> None:
+        """The search of a key begins."""
+
+    def generation(self, key: KeyGroup, step: int, steps: int, best_us: float) -> None:
+        """One generation (or policy update) of a search ended."""
+
+    def key_done(self, index: int, total: int, key: KeyGroup, outcome: Outcome) -> None:
+        """A key's final outcome was recorded."""
+
+
+@dataclass
+class TuneReport:
+    """What a tune did, for the closing lines and ``--json``."""
+
+    task_id: str
+    tuning_name: str
+    soc_version: str
+    status: str
+    repo_summary: dict[str, int]
+    measurements: int
+    model_baseline_ms: float
+    model_result_ms: float
+    tuning_time_s: float
+    result_file: Path
+    tuning_result_file: Path
+    output_model: Path | None
+    failed_operators: list[str]
+    not_tunable: int
+    resumed: bool
+
+    @property
+    def improvement_pct(self) -> float:
+        if self.model_result_ms <= 0:
+            return 0.0
+        return (self.model_baseline_ms - self.model_result_ms) / self.model_result_ms * 100
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``--json`` object."""
+        return {
+            "task_id": self.task_id, "tuning_name": self.tuning_name,
+            "soc_version": self.soc_version, "repo_summary": self.repo_summary,
+            "opat_tuning_result": {"successful": "tuning successful",
+                                   "failed": "tuning failed"}.get(self.status, self.status),
+            "measurements": self.measurements,
+            "model_baseline_ms": round(self.model_baseline_ms, 6),
+            "model_result_ms": round(self.model_result_ms, 6),
+            "performance_improvement": f"{self.improvement_pct:.2f}%",
+            "tuning_time_s": round(self.tuning_time_s, 3),
+            "result_file": str(self.result_file),
+            "tuning_result_file": str(self.tuning_result_file),
+            "output_model": str(self.output_model) if self.output_model else None,
+            "failed_operators": self.failed_operators, "not_tunable": self.not_tunable,
+            "resumed": self.resumed,
+        }
+
+
+@dataclass
+class _Run:
+    """The state of one tune while it runs."""
+
+    bank: Bank
+    options: TuneOptions
+    plan: TunePlan
+    cost: CostModel
+    task_id: str
+    tuning_name: str
+    model_name: str
+    stamp: str
+    result_file: Path
+    outcomes: TaskOutcomes
+    started: float
+    measurements: int = 0
+
+
+def tune(bank_opener: Callable[[], Bank], options: TuneOptions,
+         reporter: Reporter | None = None) -> TuneReport:
+    """Tune ``options.model`` into the bank; every input is checked before the bank is touched.
+
+    Args:
+        bank_opener: opens (creating if needed) the bank, called only once inputs are valid.
+        options: what to tune and how.
+        reporter: progress hooks.
+
+    Raises:
+        BankError: a bad option, model, config or chip (nothing is written), or a store error.
+    """
+    reporter = reporter or Reporter()
+    soc = get_soc(options.soc_version)
+    _check_options(options)
+    selection = load_selection(options.tuning_config, options.tune_ops_file)
+    model = load_model(options.model, options.input_shapes)
+    plan = plan_tune(model, soc, selection)
+    loaded = _read_tuning_result(options.load_tuning_result)
+    with bank_opener() as bank:
+        run = _open_task(bank, options, plan, CostModel(soc), model.name, model.sha256, selection)
+        _tune_keys(run, loaded, reporter)
+        return _finish(run)
+
+
+def _check_options(options: TuneOptions) -> None:
+    if options.result_format not in ("v1", "v2"):
+        raise TuneError(f"--result-format: {options.result_format!r} is not v1 or v2")
+    if options.budget is not None and options.budget < 1:
+        raise TuneError("--budget: must be at least 1")
+    if not 0 <= options.noise < 1:
+        raise TuneError("--noise: must be in [0, 1)")
+    if not 1 <= options.run_loop <= 2048:
+        raise TuneError("--run-loop: must be between 1 and 2048 (AOE's RUN_LOOP range)")
+    make_search(options.mode, 1, np.random.default_rng(0))  # an unknown mode fails here
+
+
+def _read_tuning_result(path: Path | None) -> dict[str, dict[str, Any]]:
+    if path is None:
+        return {}
+    from tuner.config import ConfigError, _read_json
+
+    data = _read_json(path, "--load-tuning-result")
+    table = data.get("op_tuning")
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise ConfigError(f"--load-tuning-result: {path}: op_tuning must map op names to objects")
+    return table
+
+
+def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel,
+               model_name: str, model_hash: str, selection: TuneSelection) -> _Run:
+    outcomes = TaskOutcomes()
+    tuning_name = options.tuning_name or f"{model_name}_{options.soc_version}"
+    if options.reload:
+        task = _unfinished_task(bank, options.soc_version, model_hash)
+        outcomes.absorb(bank.store.iter_events(EventFilter(task_id=task.task_id)))
+        task_id, tuning_name = task.task_id, task.tuning_name or tuning_name
+        stamp = _stamp(datetime.fromisoformat(task.started_at.replace("Z", "+00:00")))
+    else:
+        extra = {"seed": options.seed, "budget": options.budget, "retune": options.retune,
+                 "backend": BACKEND, "cost_model_version": COST_MODEL_VERSION,
+                 "tool_version": tool_version(), "selected": sorted(selection.op_names)}
+        task_id = bank.start_task(options.soc_version, tuning_name=tuning_name,
+                                  model_name=model_name, model_hash=model_hash, job_type="opat",
+                                  search_mode=options.mode, extra=extra)
+        stamp = _stamp(datetime.now())
+    work_dir = Path(os.environ.get("ASCEND_WORK_PATH") or options.work_dir)
+    result_file = work_dir / f"aoe_result_opat_{stamp}_{os.getpid()}.json"
+    return _Run(bank=bank, options=options, plan=plan, cost=cost, task_id=task_id,
+                tuning_name=tuning_name, model_name=model_name, stamp=stamp,
+                result_file=result_file, outcomes=outcomes, started=time.monotonic())
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y%m%d%H%M%S") + f"{moment.microsecond // 1000:03d}"
+
+
+def _unfinished_task(bank: Bank, soc_version: str, model_hash: str) -> TaskView:
+    for task in reversed(bank.tasks()):
+        if task.status == "incomplete" and task.soc_version == soc_version \
+                and task.model_hash == model_hash:
+            return task
+    raise TuneError(f"--reload: no unfinished task for this model on {soc_version}; "
+                    "run without --reload to start one")
+
+
+def _tune_keys(run: _Run, loaded: dict[str, dict[str, Any]], reporter: Reporter) -> None:
+    todo = [g for g in run.plan.groups if g.repo_key not in run.outcomes.keys]
+    known = run.bank.lookup(run.options.soc_version, [(g.repo_key, g.info) for g in todo])
+    if not run.options.retune:
+        reused = [g for g in todo if g.repo_key in known]
+        _record(run, [o for g in reused for o in _known_outcomes(g, known[g.repo_key])])
+        todo = [g for g in todo if g.repo_key not in known]
+    reporter.start(len(todo), len(run.plan.groups) - len(todo))
+    limit = int(os.environ.get(FAULT_ENV, "0") or 0)
+    for index, group in enumerate(todo, 1):
+        reporter.key_started(index, len(todo), group)
+        outcomes = _search_key(run, group, known.get(group.repo_key), loaded, reporter)
+        _record(run, outcomes)
+        reporter.key_done(index, len(todo), group, outcomes[-1])
+        if limit and index >= limit:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _record(run: _Run, outcomes: list[Outcome]) -> None:
+    if not outcomes:
+        return
+    result = run.bank.record(run.task_id, outcomes)
+    run.outcomes.absorb(result.appended)
+    _write_result_file(run, "incomplete", None)
+
+
+def _payload(group: KeyGroup, measurements: int, **extra: Any) -> dict[str, Any]:
+    return {"op_names": group.op_names, "measurements": measurements,
+            "cost_model_version": COST_MODEL_VERSION, "tool_version": tool_version(), **extra}
+
+
+def _outcome(kind: EventKind, group: KeyGroup, **fields: Any) -> Outcome:
+    extra = fields.pop("extra", {})
+    return Outcome(kind=kind, repo_key=group.repo_key, op_name=group.ops[0].name,
+                   op_type=group.op_type, info_dict=group.info, backend=BACKEND, extra=extra,
+                   **fields)
+
+
+def _known_outcomes(group: KeyGroup, stored: Policy) -> list[Outcome]:
+    extra = _payload(group, 0)
+    return [_outcome(EventKind.HIT, group, performance_before_us=stored.best_us, extra=extra),
+            _outcome(EventKind.RESERVED, group, performance_before_us=stored.best_us,
+                     performance_after_us=stored.best_us, reason="known", extra=extra)]
+
+
+def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
+                loaded: dict[str, dict[str, Any]], reporter: Reporter) -> list[Outcome]:
+    options = run.options
+    rng = np.random.default_rng([options.seed, int(group.repo_key)])
+    evaluate = Evaluator(lambda c: run.cost.evaluate(group.work, group.space, c),
+                         options.noise, options.run_loop, np.random.default_rng(rng.integers(2**63)))
+    default_us = float(evaluate(np.array([group.space.default]))[0])
+    warm = group.space.encode(stored.knowledge) if stored else _loaded_candidate(group, loaded)
+    search = make_search(options.mode, options.budget, rng)
+    try:
+        if stored is None and warm is not None:  # --load-tuning-result: measure it, no search
+            found_us, candidate = float(evaluate(np.array([warm]))[0]), warm
+            reason = "loaded"
+        else:
+            result = search.search(group.space, evaluate, warm,
+                                   lambda g, n, best: reporter.generation(group, g, n, best))
+            found_us, candidate, reason = result.latency_us, result.candidate, None
+        if not np.isfinite(found_us):
+            raise SearchError("no feasible candidate")
+    except SearchError as exc:
+        run.measurements += evaluate.measurements
+        return _failed(group, stored, default_us, evaluate.measurements, str(exc))
+    run.measurements += evaluate.measurements
+    return _decide(group, stored, default_us, found_us, candidate, evaluate.measurements, reason)
+
+
+def _loaded_candidate(group: KeyGroup, loaded: dict[str, dict[str, Any]]) -> tuple[int, ...] | None:
+    for name in group.op_names:
+        if name in loaded:
+            return group.space.encode(loaded[name])
+    return None
+
+
+def _decide(group: KeyGroup, stored: Policy | None, default_us: float, found_us: float,
+            candidate: tuple[int, ...], measurements: int, reason: str | None) -> list[Outcome]:
+    extra = _payload(group, measurements, best_found_us=found_us, default_us=default_us)
+    knowledge = group.space.knowledge(candidate)
+    mode = tune_mode(group.space, candidate)
+    if stored is not None:
+        hit = _outcome(EventKind.HIT, group, performance_before_us=stored.best_us, extra=extra)
+        if found_us < stored.best_us:
+            return [hit, _outcome(EventKind.UPDATE, group, knowledge=knowledge,
+                                  performance_before_us=stored.best_us,
+                                  performance_after_us=found_us, tune_mode=mode, extra=extra)]
+        return [hit, _outcome(EventKind.RESERVED, group, performance_before_us=stored.best_us,
+                              performance_after_us=stored.best_us, reason="no_gain", extra=extra)]
+    if found_us < default_us:
+        return [_outcome(EventKind.ADD, group, knowledge=knowledge, performance_before_us=default_us,
+                         performance_after_us=found_us, tune_mode=mode, reason=reason, extra=extra)]
+    return [_outcome(EventKind.UNSATISFIED, group, performance_before_us=default_us,
+                     performance_after_us=default_us, reason="no_gain", extra=extra)]
+
+
+def _failed(group: KeyGroup, stored: Policy | None, default_us: float, measurements: int,
+            why: str) -> list[Outcome]:
+    extra = _payload(group, measurements, error=why)
+    if stored is not None:
+        return [_outcome(EventKind.HIT, group, performance_before_us=stored.best_us, extra=extra),
+                _outcome(EventKind.RESERVED, group, performance_before_us=stored.best_us,
+                         performance_after_us=stored.best_us, reason="failed", extra=extra)]
+    return [_outcome(EventKind.UNSATISFIED, group, performance_before_us=default_us,
+                     performance_after_us=default_us, reason="failed", extra=extra)]
+
+
+def tune_mode(space: SearchSpace, candidate: tuple[int, ...]) -> str:
+    """Impl if the implementation changed, else Format if the format did, else Schedule."""
+    names = [k.name for k in space.knobs]
+    for knob, mode in (("impl", "Impl"), ("format", "Format")):
+        if knob in names and candidate[names.index(knob)] != space.default[names.index(knob)]:
+            return mode
+    return "Schedule"
+
+
+def _write_result_file(run: _Run, status: str, tuning_time: float | None) -> None:
+    task = run.bank.task(run.task_id, exact=True)
+    info = ReportInfo(run.tuning_name, status, tuning_time, task.repo_summary())
+    if run.options.result_format == "v1":
+        write_json_atomic(run.result_file, opat_v1(info, run.outcomes))
+    else:
+        report_id = f"report_{run.stamp}_{threading.get_native_id()}"
+        write_json_atomic(run.result_file, opat_v2(report_id, info, run.outcomes))
+
+
+def _finish(run: _Run) -> TuneReport:
+    failed = run.outcomes.failed_operators
+    status = "failed" if failed else "successful"
+    elapsed = time.monotonic() - run.started
+    before_ms, after_ms = run.outcomes.model_ms()
+    run.bank.finish_task(run.task_id, status=status, tuning_time_s=round(elapsed, 3),
+                         model_baseline_ms=before_ms, model_result_ms=after_ms,
+                         failed_operators=failed)
+    _write_result_file(run, status, elapsed)
+    work_dir = run.result_file.parent
+    tuning_file = work_dir / "tuning_result.json"
+    asked = [(g.repo_key, g.info) for g in run.plan.groups]
+    policies = run.bank.lookup(run.options.soc_version, asked)
+    knowledge = {key: p.knowledge for key, p in policies.items()}
+    names = {g.repo_key: g.op_names for g in run.plan.groups}
+    write_json_atomic(tuning_file, tuning_result(knowledge, names))
+    output_model = _write_output(run, knowledge, names)
+    return TuneReport(
+        task_id=run.task_id, tuning_name=run.tuning_name, soc_version=run.options.soc_version,
+        status=status, repo_summary=run.bank.summary(run.task_id), measurements=run.measurements,
+        model_baseline_ms=before_ms, model_result_ms=after_ms, tuning_time_s=elapsed,
+        result_file=run.result_file, tuning_result_file=tuning_file, output_model=output_model,
+        failed_operators=failed, not_tunable=len(run.plan.not_tunable),
+        resumed=run.options.reload)
+
+
+def _write_output(run: _Run, knowledge: dict[str, dict[str, Any]],
+                  names: dict[str, list[str]]) -> Path | None:
+    if run.options.output is None:
+        return None
+    stem = f"{run.options.model.stem}_{run.stamp}"
+    result_dir = run.options.output / "aoe_workspace" / stem / "tunespace" / "result"
+    by_name = {name: (key, knowledge[key]) for key, ops in names.items() if key in knowledge
+               for name in ops}
+    target = result_dir / f"{stem}_tune.onnx"
+    annotated_model(run.options.model, by_name, target)
+    write_json_atomic(result_dir / "tuning_result.json", tuning_result(knowledge, names))
+    return target

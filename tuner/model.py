@@ -1,0 +1,170 @@
+"""Reading an ONNX model into the operators the tuner keys and tunes.
+
+Shapes come from ONNX shape inference after ``--input-shape`` has fixed the graph inputs;
+initializers and constant-producing nodes count as known. An operator whose shapes are still
+unknown stops the run with an error naming the graph input to fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bank.errors import BankError
+
+DTYPE_NAMES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
+               9: "bool", 10: "float16", 11: "float64", 16: "bfloat16"}
+
+
+class ModelError(BankError):
+    """The model cannot be read, or its shapes cannot be known."""
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One input or output of an operator: its shape and element type."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Operator:
+    """One node of the model with everything its key needs."""
+
+    name: str
+    op_type: str
+    inputs: tuple[TensorInfo, ...]
+    outputs: tuple[TensorInfo, ...]
+    attrs: Mapping[str, Any]
+    index: int
+
+
+@dataclass(frozen=True)
+class Model:
+    """A loaded model: its name, content hash and operators in graph order."""
+
+    name: str
+    path: Path
+    sha256: str
+    operators: tuple[Operator, ...]
+    proto: Any  # the onnx ModelProto, kept to write the annotated copy
+
+
+def parse_input_shapes(text: str | None) -> dict[str, tuple[int, ...]]:
+    """Parse ``name:1,3,224,224;other:8,128`` into a mapping.
+
+    Raises:
+        ModelError: the text is not in that form.
+    """
+    shapes: dict[str, tuple[int, ...]] = {}
+    if not text:
+        return shapes
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        name, sep, dims = part.rpartition(":")
+        try:
+            shape = tuple(int(d) for d in dims.split(","))
+        except ValueError:
+            shape = ()
+        if not sep or not name or not shape or min(shape) < 1:
+            raise ModelError(
+                f"--input-shape: {part!r} is not NAME:D1,D2,... with positive dimensions"
+            )
+        shapes[name] = shape
+    return shapes
+
+
+def load_model(path: Path, input_shapes: Mapping[str, Sequence[int]] | None = None) -> Model:
+    """Load ``path``, fix input shapes, infer every shape and list the operators.
+
+    Raises:
+        ModelError: the file is not a readable ONNX model, an ``--input-shape`` name is not a
+            graph input, or some operator's shapes stay unknown.
+    """
+    import onnx
+
+    try:
+        data = path.read_bytes()
+        proto = onnx.load_from_string(data)
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read the model ({exc.strerror})") from exc
+    except Exception as exc:  # onnx raises DecodeError and friends for a corrupt file
+        raise ModelError(f"{path}: not an ONNX model ({type(exc).__name__})") from exc
+    _fix_inputs(proto, path, dict(input_shapes or {}))
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=True, data_prop=True)
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[-1][:200]
+        raise ModelError(f"{path}: shape inference failed: {reason}") from exc
+    operators = _operators(inferred, path)
+    name = proto.graph.name or path.stem
+    return Model(name=name, path=path,
+                 sha256=hashlib.sha256(data).hexdigest(), operators=operators, proto=inferred)
+
+
+def _fix_inputs(proto: Any, path: Path, shapes: dict[str, tuple[int, ...]] | dict[str, Any]) -> None:
+    initializers = {init.name for init in proto.graph.initializer}
+    graph_inputs = {i.name: i for i in proto.graph.input if i.name not in initializers}
+    for name in shapes:
+        if name not in graph_inputs:
+            known = ", ".join(sorted(graph_inputs)) or "none"
+            raise ModelError(f"--input-shape: {path} has no input {name!r} (inputs: {known})")
+    for name, tensor in graph_inputs.items():
+        dims = tensor.type.tensor_type.shape.dim
+        if name in shapes:
+            wanted = shapes[name]
+            if dims and len(dims) != len(wanted):
+                raise ModelError(f"--input-shape: input {name!r} has rank {len(dims)}, "
+                                 f"not {len(wanted)}")
+            del dims[:]
+            for value in wanted:
+                dims.add().dim_value = int(value)
+        elif any(d.dim_value <= 0 for d in dims) or not tensor.type.tensor_type.HasField("shape"):
+            raise ModelError(f"{path}: input {name!r} has a dynamic or missing dimension; "
+                             f"give it with --input-shape \"{name}:D1,D2,...\"")
+
+
+def _operators(proto: Any, path: Path) -> tuple[Operator, ...]:
+    from onnx import helper
+
+    graph = proto.graph
+    infos: dict[str, TensorInfo] = {}
+    for value in [*graph.input, *graph.value_info, *graph.output]:
+        tensor_type = value.type.tensor_type
+        if tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in tensor_type.shape.dim):
+            infos[value.name] = TensorInfo(value.name, tuple(d.dim_value for d in tensor_type.shape.dim),
+                                           DTYPE_NAMES.get(tensor_type.elem_type, "unknown"))
+    for init in graph.initializer:
+        infos[init.name] = TensorInfo(init.name, tuple(init.dims), DTYPE_NAMES.get(init.data_type, "unknown"))
+    used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
+    operators = []
+    for index, node in enumerate(graph.node):
+        name = node.name or f"{node.op_type}_{index}"
+        tensors = []
+        outputs = [t for t in node.output if t and (t in used or t in infos)]  # drop unused masks
+        for tensor_name in [*node.input, *outputs]:
+            if not tensor_name:
+                continue
+            if tensor_name not in infos:
+                raise ModelError(f"{path}: shape of {tensor_name!r} (operator {name}, {node.op_type}) "
+                                 "is unknown; fix the model's inputs with --input-shape")
+            tensors.append(infos[tensor_name])
+        n_in = len([t for t in node.input if t])
+        attrs = {a.name: _attr_value(helper.get_attribute_value(a)) for a in node.attribute}
+        operators.append(Operator(name=name, op_type=node.op_type, inputs=tuple(tensors[:n_in]),
+                                  outputs=tuple(tensors[n_in:]), attrs=attrs, index=index))
+    return tuple(operators)
+
+
+def _attr_value(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, list | tuple):
+        return [_attr_value(v) for v in value]
+    if isinstance(value, int | float | str):
+        return value
+    return None  # tensors and graphs: never part of a kernel key

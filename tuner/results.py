@@ -1,0 +1,185 @@
+"""The files a tune leaves: AOE's OPAT result file (newer or older format), tuning_result.json,
+and the annotated model copy in AOE's aoe_workspace layout. Every file is written atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bank.events import EventKind, StoredEvent
+
+AOE_STATUS_V2 = {"successful": "tuning successful", "failed": "tuning failed",
+                 "incomplete": "tuning incomplete"}
+AOE_STATUS_V1 = {"successful": "tune success", "failed": "tune failed",
+                 "incomplete": "tune incomplete"}
+
+
+@dataclass
+class KeyOutcome:
+    """The final outcome of one key in one task, rebuilt from its events."""
+
+    repo_key: str
+    kind: str  # add | update | reserved | unsatisfied
+    op_type: str | None
+    op_names: list[str]
+    before_us: float | None = None
+    after_us: float | None = None
+    knowledge: dict[str, Any] | None = None
+    tune_mode: str | None = None
+    reason: str | None = None
+    measurements: int = 0
+    hit: bool = False
+
+    @property
+    def modified(self) -> bool:
+        return self.kind in ("add", "update")
+
+
+@dataclass
+class TaskOutcomes:
+    """Every finished key of a task, in the order recorded."""
+
+    keys: dict[str, KeyOutcome] = field(default_factory=dict)
+
+    def absorb(self, events: Iterable[StoredEvent]) -> None:
+        """Fold a task's outcome events in (hits open a key; the final outcome closes it)."""
+        for stored in events:
+            event, p = stored.event, stored.event.payload
+            if event.kind not in (EventKind.ADD, EventKind.UPDATE, EventKind.RESERVED,
+                                  EventKind.UNSATISFIED) or event.repo_key is None:
+                continue
+            self.keys[event.repo_key] = KeyOutcome(
+                repo_key=event.repo_key, kind=str(event.kind), op_type=event.op_type,
+                op_names=list(p.get("op_names") or [event.op_name or event.repo_key]),
+                before_us=p.get("performance_before_us"), after_us=p.get("performance_after_us"),
+                knowledge=p.get("knowledge"), tune_mode=p.get("tune_mode"), reason=p.get("reason"),
+                measurements=int(p.get("measurements", 0)),
+                hit=event.kind in (EventKind.UPDATE, EventKind.RESERVED))
+
+    @property
+    def failed_operators(self) -> list[str]:
+        return [name for o in self.keys.values() if o.reason == "failed" for name in o.op_names]
+
+    def model_ms(self) -> tuple[float, float]:
+        """Sum over every operator instance of the time before and after this task, in ms."""
+        before = after = 0.0
+        for o in self.keys.values():
+            start = o.before_us or 0.0
+            end = o.after_us if o.after_us is not None else start
+            before += start * len(o.op_names)
+            after += end * len(o.op_names)
+        return before / 1000, after / 1000
+
+
+def improvement(before: float, after: float) -> str:
+    """AOE's performance_improvement: (before - after) / after, as a percent with two decimals."""
+    return f"{(before - after) / after * 100:.2f}%" if after > 0 else "0.00%"
+
+
+@dataclass(frozen=True)
+class ReportInfo:
+    """What the result file says about the task as a whole."""
+
+    tuning_name: str
+    status: str  # successful | failed | incomplete
+    tuning_time_s: float | None
+    repo_summary: Mapping[str, int]
+
+
+def opat_v2(report_id: str, info: ReportInfo, outcomes: TaskOutcomes) -> dict[str, Any]:
+    """The newer format: reports keyed ``report_{ts}_{tid}``, per-operator tune_performance."""
+    basic: dict[str, Any] = {"tuning_name": info.tuning_name}
+    if info.tuning_time_s is not None:
+        basic["tuning_time(s)"] = round(info.tuning_time_s)
+    modified = []
+    for o in outcomes.keys.values():
+        if not o.modified or o.before_us is None or o.after_us is None:
+            continue
+        perf = {"performance_after_tune(us)": round(o.after_us, 3),
+                "performance_before_tune(us)": round(o.before_us, 3),
+                "performance_improvement": improvement(o.before_us, o.after_us),
+                "update_mode": o.kind}
+        modified += [{"op_name": name, "op_type": o.op_type,
+                      "tune_performance": {o.tune_mode or "Schedule": perf}} for name in o.op_names]
+    opat: dict[str, Any] = {"opat_tuning_result": AOE_STATUS_V2[info.status],
+                            "repo_modified_operators": modified,
+                            "repo_summary": dict(info.repo_summary)}
+    if info.status == "failed":
+        opat["tuning_failed_operators"] = outcomes.failed_operators
+    return {report_id: [{"basic": basic}, {"OPAT": opat}]}
+
+
+def opat_v1(info: ReportInfo, outcomes: TaskOutcomes) -> list[dict[str, Any]]:
+    """The older list format, with the model's times and add/update lists."""
+    basic: dict[str, Any] = {"tuning_name": info.tuning_name}
+    if info.tuning_time_s is not None:
+        basic["tuning_time(s)"] = round(info.tuning_time_s)
+    lists: dict[str, list[dict[str, Any]]] = {"add_repo_operators": [], "update_repo_operators": []}
+    for o in outcomes.keys.values():
+        if not o.modified or o.before_us is None or o.after_us is None:
+            continue
+        for name in o.op_names:
+            lists[f"{o.kind}_repo_operators"].append({
+                "op_name": name, "op_type": o.op_type,
+                "performance_after_tune(us)": round(o.after_us, 3),
+                "performance_before_tune(us)": round(o.before_us, 3),
+                "performance_improvement": improvement(o.before_us, o.after_us)})
+    before, after = outcomes.model_ms()
+    opat: dict[str, Any] = {
+        "model_baseline_performance(ms)": round(before, 6),
+        "model_performance_improvement": improvement(before, after),
+        "model_result_performance(ms)": round(after, 6),
+        "opat_tune_result": AOE_STATUS_V1[info.status],
+        "repo_modified_operators": lists,
+        "repo_summary": dict(info.repo_summary),
+    }
+    if info.status == "failed":
+        opat["tune_failed_operators"] = outcomes.failed_operators
+    return [{"basic": basic}, {"OPAT": opat}]
+
+
+def write_json_atomic(path: Path, value: Any) -> None:
+    """Write JSON to a temporary file beside ``path`` and rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(value, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def tuning_result(policies: Mapping[str, dict[str, Any]], op_names: Mapping[str, Sequence[str]]
+                  ) -> dict[str, Any]:
+    """``{"op_tuning": {op_name: knowledge}}`` for every operator whose key has a policy."""
+    op_tuning = {name: policies[key] for key, names in op_names.items() if key in policies
+                 for name in names}
+    return {"op_tuning": op_tuning}
+
+
+def annotated_model(model_path: Path, policies: Mapping[str, tuple[str, dict[str, Any]]],
+                    target: Path) -> None:
+    """Copy the model with each tuned node's key and policy in its metadata_props."""
+    import onnx
+
+    proto = onnx.load(str(model_path))
+    for index, node in enumerate(proto.graph.node):
+        name = node.name or f"{node.op_type}_{index}"
+        if name in policies:
+            key, knowledge = policies[name]
+            for prop_key, value in (("tunebank.repo_key", key),
+                                    ("tunebank.policy", json.dumps(knowledge, sort_keys=True))):
+                entry = node.metadata_props.add()
+                entry.key, entry.value = prop_key, value
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".onnx.tmp")
+    onnx.save(proto, str(tmp))
+    os.replace(tmp, target)

@@ -1,0 +1,102 @@
+"""The chips the cost model knows: one parameter set per soc_version.
+
+Every number is either published (the source is named in docs/cost-model.md) or an estimate,
+and :attr:`SocSpec.estimates` lists which fields are estimates for each chip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from bank.errors import BankError
+
+KIB = 1024
+
+
+class UnknownSocError(BankError):
+    """A soc_version the cost model has no parameters for."""
+
+
+@dataclass(frozen=True)
+class SocSpec:
+    """One chip's AI Core parameters, in the units the cost model uses."""
+
+    soc_version: str
+    ai_cores: int  # cube (AI) cores available to one operator
+    vector_cores: int  # cores that run vector operators
+    freq_ghz: float
+    l0a_bytes: int
+    l0b_bytes: int
+    l0c_bytes: int
+    l1_bytes: int
+    ub_bytes: int
+    gm_gbps: float  # global memory (HBM or DDR) bandwidth, GB/s, shared by all cores
+    l1_to_l0_bytes_per_cycle: int  # per core, L1 -> L0A/L0B
+    ub_bytes_per_cycle: int  # per core, GM <-> UB path (MTE2/MTE3)
+    vector_fp16_per_cycle: int  # per core, vector unit lanes for fp16
+    launch_us: float  # fixed cost of one kernel launch
+    issue_cycles: int  # fixed cost of one tile iteration (instruction issue, sync)
+    estimates: tuple[str, ...] = ()
+
+    @property
+    def cube_macs_per_cycle(self) -> int:
+        """One 16x16x16 fp16 cube instruction a cycle: 4096 multiply-adds per core."""
+        return 16 * 16 * 16
+
+    def peak_tflops(self) -> float:
+        """fp16 cube peak over all AI cores, in TFLOPS (2 flops per multiply-add)."""
+        return 2 * self.cube_macs_per_cycle * self.ai_cores * self.freq_ghz / 1000
+
+    def as_dict(self) -> dict[str, object]:
+        """Every parameter, for `bank socs --json`."""
+        values: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["estimates"] = list(self.estimates)
+        values["peak_fp16_tflops"] = round(self.peak_tflops(), 1)
+        return values
+
+
+_COMMON_ESTIMATES = ("l1_to_l0_bytes_per_cycle", "ub_bytes_per_cycle", "vector_fp16_per_cycle",
+                     "launch_us", "issue_cycles")
+
+SOCS: dict[str, SocSpec] = {
+    spec.soc_version: spec
+    for spec in (
+        SocSpec("Ascend310", ai_cores=2, vector_cores=2, freq_ghz=0.49, l0a_bytes=64 * KIB,
+                l0b_bytes=64 * KIB, l0c_bytes=256 * KIB, l1_bytes=1024 * KIB, ub_bytes=256 * KIB,
+                gm_gbps=47.8, l1_to_l0_bytes_per_cycle=512, ub_bytes_per_cycle=128,
+                vector_fp16_per_cycle=128, launch_us=3.0, issue_cycles=40,
+                estimates=("ai_cores", "freq_ghz", "l0a_bytes", "l0b_bytes", "l0c_bytes",
+                           "l1_bytes", "ub_bytes", "gm_gbps", *_COMMON_ESTIMATES)),
+        SocSpec("Ascend310P3", ai_cores=8, vector_cores=8, freq_ghz=1.08, l0a_bytes=64 * KIB,
+                l0b_bytes=64 * KIB, l0c_bytes=256 * KIB, l1_bytes=1024 * KIB, ub_bytes=256 * KIB,
+                gm_gbps=204.8, l1_to_l0_bytes_per_cycle=512, ub_bytes_per_cycle=128,
+                vector_fp16_per_cycle=128, launch_us=2.5, issue_cycles=40,
+                estimates=("ai_cores", "freq_ghz", "l1_bytes", "gm_gbps", *_COMMON_ESTIMATES)),
+        SocSpec("Ascend910A", ai_cores=32, vector_cores=32, freq_ghz=0.98, l0a_bytes=64 * KIB,
+                l0b_bytes=64 * KIB, l0c_bytes=256 * KIB, l1_bytes=1024 * KIB, ub_bytes=256 * KIB,
+                gm_gbps=1200.0, l1_to_l0_bytes_per_cycle=512, ub_bytes_per_cycle=256,
+                vector_fp16_per_cycle=128, launch_us=2.0, issue_cycles=40,
+                estimates=("freq_ghz", "l0a_bytes", "l0b_bytes", "l0c_bytes", "l1_bytes",
+                           "ub_bytes", "gm_gbps", *_COMMON_ESTIMATES)),
+        SocSpec("Ascend910B2", ai_cores=24, vector_cores=48, freq_ghz=1.8, l0a_bytes=64 * KIB,
+                l0b_bytes=64 * KIB, l0c_bytes=128 * KIB, l1_bytes=512 * KIB, ub_bytes=192 * KIB,
+                gm_gbps=1600.0, l1_to_l0_bytes_per_cycle=512, ub_bytes_per_cycle=256,
+                vector_fp16_per_cycle=128, launch_us=1.5, issue_cycles=40,
+                estimates=("gm_gbps", *_COMMON_ESTIMATES)),
+    )
+}
+
+
+def get_soc(soc_version: str) -> SocSpec:
+    """The parameters of ``soc_version``.
+
+    Raises:
+        UnknownSocError: the cost model does not know this chip; the message lists those it knows.
+    """
+    try:
+        return SOCS[soc_version]
+    except KeyError:
+        known = ", ".join(sorted(SOCS))
+        raise UnknownSocError(
+            f"--soc-version: unknown soc_version {soc_version!r}; known: {known}"
+        ) from None
