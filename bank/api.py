@@ -196,6 +196,23 @@ class Bank:
                 found[policy.repo_key] = policy
         return found
 
+    def searched_without_gain(self, soc_version: str,
+                              operators: Iterable[tuple[str, dict[str, Any]]]) -> set[str]:
+        """The keys whose search already ended ``unsatisfied`` for lack of gain, in one query.
+
+        Such a key has no policy, but the log says searching it found nothing better than the
+        default, so a plain re-tune need not measure it again.
+        """
+        wanted = dict(operators)
+        found = set()
+        for stored in self.store.outcomes_for_keys(soc_version, EventKind.UNSATISFIED, list(wanted)):
+            payload = stored.event.payload
+            key = stored.event.repo_key
+            if key in wanted and payload.get("reason") == "no_gain" \
+                    and payload.get("info_dict") == wanted[key]:
+                found.add(key)
+        return found
+
     def task(self, task_ref: str, *, exact: bool = False) -> TaskView:
         """The task with id ``task_ref``, or the one task whose id starts with it.
 

@@ -250,6 +250,19 @@ class EventStore:
                 found.extend(row_to_policy(row) for row in session.exec(statement))
             return found
 
+    def outcomes_for_keys(self, soc_version: str, kind: str,
+                          repo_keys: Sequence[str]) -> list[StoredEvent]:
+        """Every ``kind`` event of ``soc_version`` whose repo_key is in ``repo_keys``."""
+        keys = sorted(set(repo_keys))
+        found: list[StoredEvent] = []
+        with self._session() as session:
+            for part in _chunks(keys):
+                statement = select(EventRow).where(EventRow.soc_version == soc_version,
+                                                   EventRow.kind == str(kind),
+                                                   col(EventRow.repo_key).in_(part))
+                found.extend(row_to_event(row) for row in session.exec(statement))
+        return found
+
     def stored_projection(self) -> Projection:
         """The projection tables as they are, for ``verify`` to compare with a replay."""
         with self._session() as session:

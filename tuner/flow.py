@@ -258,9 +258,11 @@ def _tune_keys(run: _Run, loaded: dict[str, dict[str, Any]], reporter: Reporter)
     todo = [g for g in run.plan.groups if g.repo_key not in run.outcomes.keys]
     known = run.bank.lookup(run.options.soc_version, [(g.repo_key, g.info) for g in todo])
     if not run.options.retune:
-        reused = [g for g in todo if g.repo_key in known]
-        _record(run, [o for g in reused for o in _known_outcomes(g, known[g.repo_key])])
-        todo = [g for g in todo if g.repo_key not in known]
+        asked = [(g.repo_key, g.info) for g in todo if g.repo_key not in known]
+        fruitless = run.bank.searched_without_gain(run.options.soc_version, asked)
+        reused = [g for g in todo if g.repo_key in known or g.repo_key in fruitless]
+        _record(run, [o for g in reused for o in _known_outcomes(g, known.get(g.repo_key))])
+        todo = [g for g in todo if g not in reused]
     reporter.start(len(todo), len(run.plan.groups) - len(todo))
     limit = int(os.environ.get(FAULT_ENV, "0") or 0)
     for index, group in enumerate(todo, 1):
@@ -292,8 +294,11 @@ def _outcome(kind: EventKind, group: KeyGroup, **fields: Any) -> Outcome:
                    **fields)
 
 
-def _known_outcomes(group: KeyGroup, stored: Policy) -> list[Outcome]:
+def _known_outcomes(group: KeyGroup, stored: Policy | None) -> list[Outcome]:
+    """No search: a hit kept as it is, or a key the log says gains nothing over the default."""
     extra = _payload(group, 0)
+    if stored is None:
+        return [_outcome(EventKind.UNSATISFIED, group, reason="no_gain", extra=extra)]
     return [_outcome(EventKind.HIT, group, performance_before_us=stored.best_us, extra=extra),
             _outcome(EventKind.RESERVED, group, performance_before_us=stored.best_us,
                      performance_after_us=stored.best_us, reason="known", extra=extra)]
@@ -355,12 +360,13 @@ def _decide(group: KeyGroup, stored: Policy | None, default_us: float, found_us:
 def _failed(group: KeyGroup, stored: Policy | None, default_us: float, measurements: int,
             why: str) -> list[Outcome]:
     extra = _payload(group, measurements, error=why)
+    default = default_us if np.isfinite(default_us) else None
     if stored is not None:
         return [_outcome(EventKind.HIT, group, performance_before_us=stored.best_us, extra=extra),
                 _outcome(EventKind.RESERVED, group, performance_before_us=stored.best_us,
                          performance_after_us=stored.best_us, reason="failed", extra=extra)]
-    return [_outcome(EventKind.UNSATISFIED, group, performance_before_us=default_us,
-                     performance_after_us=default_us, reason="failed", extra=extra)]
+    return [_outcome(EventKind.UNSATISFIED, group, performance_before_us=default,
+                     performance_after_us=default, reason="failed", extra=extra)]
 
 
 def tune_mode(space: SearchSpace, candidate: tuple[int, ...]) -> str:

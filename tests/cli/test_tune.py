@@ -1,0 +1,72 @@
+"""`bank tune` and `bank socs` through typer's CliRunner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+
+runner = CliRunner()
+MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "vgg19.onnx")
+
+
+def test_tune_json_has_the_promised_fields(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["tune", MODEL, "--soc-version", "Ascend310", "--db", "b.db",
+                                 "--budget", "32", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    for field in ("task_id", "repo_summary", "opat_tuning_result", "measurements",
+                  "model_baseline_ms", "model_result_ms", "result_file"):
+        assert field in report
+    assert report["opat_tuning_result"] == "tuning successful"
+    assert Path(report["result_file"]).parent == tmp_path
+    summary = runner.invoke(app, ["summary", report["task_id"], "--db", "b.db", "--json"])
+    assert json.loads(summary.stdout) == report["repo_summary"]
+
+
+def test_tune_prints_progress_and_closing_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["tune", MODEL, "--soc-version", "Ascend310", "--db", "b.db",
+                                 "--budget", "64", "--mode", "ga"])
+    assert result.exit_code == 0, result.output
+    assert "Generation 2/2, best latency:" in result.stderr
+    assert "Performance improved by" in result.stdout
+    quiet = runner.invoke(app, ["tune", MODEL, "--soc-version", "Ascend310", "--db", "b.db",
+                                "--progress-bar", "off"])
+    assert quiet.stderr == ""
+    assert "Performance improved by 0.00%" in quiet.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--soc-version", "Ascend999"], "unknown soc_version 'Ascend999'; known: Ascend310"),
+        (["--soc-version", "Ascend310", "--input-shape", "data_0"], "--input-shape: 'data_0' is not"),
+        (["--soc-version", "Ascend310", "--reload"], "--reload: no unfinished task"),
+    ],
+)
+def test_tune_errors_are_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["tune", MODEL, "--db", str(tmp_path / "b.db"), *args])
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [f"bank: error: {result.stderr.split('error: ')[1].strip()}"]
+    assert message in result.stderr
+
+
+def test_missing_model_is_a_usage_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["tune", str(tmp_path / "no.onnx"), "--soc-version", "Ascend310"])
+    assert result.exit_code == 2
+    assert "does not exist" in result.output
+
+
+def test_socs_lists_every_chip_with_estimates_marked() -> None:
+    result = runner.invoke(app, ["socs", "--json"])
+    chips = {c["soc_version"]: c for c in json.loads(result.stdout)}
+    assert set(chips) == {"Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B2"}
+    assert chips["Ascend910B2"]["ai_cores"] == 24 and "ai_cores" not in chips["Ascend910B2"]["estimates"]
+    table = runner.invoke(app, ["socs"])
+    assert "Ascend910B2" in table.stdout

@@ -1,0 +1,250 @@
+"""The incremental flow end to end, through the Python API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+
+from bank import Bank, BankError
+from tests.tuner.conftest import BERT_SHAPE, MODELS
+from tuner.costmodel import CostModel
+from tuner.flow import FAULT_ENV, TuneOptions, TuneReport, tune
+
+ROOT = Path(__file__).resolve().parents[2]
+VGG = MODELS / "vgg19.onnx"
+
+
+def run_tune(db: Path, work: Path, model: Path = VGG, **kwargs: Any) -> TuneReport:
+    kwargs.setdefault("budget", 64)
+    options = TuneOptions(model=model, soc_version=kwargs.pop("soc_version", "Ascend310"),
+                          work_dir=work, **kwargs)
+    report = tune(lambda: Bank.open(str(db), create=True), options)
+    with Bank.open(str(db)) as bank:
+        verdict = bank.verify()
+    assert verdict.ok, verdict.problems
+    summary = report.repo_summary
+    assert summary["repo_hit_num"] == summary["repo_update_num"] + summary["repo_reserved_num"]
+    assert summary["total_num"] == (summary["repo_add_num"] + summary["repo_hit_num"]
+                                    + summary["repo_unsatisfied_num"])
+    return report
+
+
+def policies(db: Path) -> dict[tuple[str, str], tuple[float, dict[str, Any]]]:
+    with Bank.open(str(db)) as bank:
+        return {(p.repo_key, p.info_digest): (p.best_us, p.knowledge) for p in bank.policies()}
+
+
+def test_second_run_is_all_hits_with_no_measurement(tmp_path: Path) -> None:
+    first = run_tune(tmp_path / "b.db", tmp_path)
+    assert first.repo_summary["repo_add_num"] + first.repo_summary["repo_unsatisfied_num"] == 26
+    assert first.measurements > 0 and first.model_result_ms < first.model_baseline_ms
+    second = run_tune(tmp_path / "b.db", tmp_path)
+    added = first.repo_summary["repo_add_num"]
+    assert second.repo_summary == {"repo_add_num": 0, "repo_hit_num": added,
+                                   "repo_reserved_num": added, "repo_unsatisfied_num": 26 - added,
+                                   "repo_update_num": 0, "total_num": 26}
+    assert second.measurements == 0
+
+
+def test_unsatisfied_keys_are_searched_again_and_known_keys_are_not(tmp_path: Path) -> None:
+    run_tune(tmp_path / "b.db", tmp_path)
+    with Bank.open(str(tmp_path / "b.db")) as bank:
+        known = {p.repo_key for p in bank.policies()}
+        second = run_tune(tmp_path / "b.db", tmp_path)
+        outcome_keys = {s.event.repo_key for s in bank.history(op_type="Relu")
+                        if s.event.task_id == second.task_id and s.event.payload["measurements"] > 0}
+    assert not outcome_keys & known
+
+
+def test_retune_never_makes_an_entry_slower(tmp_path: Path) -> None:
+    run_tune(tmp_path / "b.db", tmp_path, mode="random", budget=8, seed=1)
+    before = policies(tmp_path / "b.db")
+    report = run_tune(tmp_path / "b.db", tmp_path, retune=True, budget=128, seed=2)
+    after = policies(tmp_path / "b.db")
+    assert report.repo_summary["repo_update_num"] > 0
+    assert report.repo_summary["repo_hit_num"] == len(before)
+    for key, (best, _) in before.items():
+        assert after[key][0] <= best
+    assert any(after[key][0] < best for key, (best, _) in before.items())
+
+
+def test_next_model_version_measures_only_new_keys(tmp_path: Path,
+                                                   bert_models: tuple[Path, Path]) -> None:
+    from tuner.config import TuneSelection
+    from tuner.model import load_model
+    from tuner.plan import plan_tune
+    from tuner.socs import get_soc
+
+    v1, v2 = bert_models
+    soc = get_soc("Ascend310")
+    keys_v1 = {g.repo_key for g in plan_tune(load_model(v1, BERT_SHAPE), soc, TuneSelection()).groups}
+    keys_v2 = {g.repo_key for g in plan_tune(load_model(v2, BERT_SHAPE), soc, TuneSelection()).groups}
+    new = keys_v2 - keys_v1
+    assert 0 < len(new) < len(keys_v2)
+    run_tune(tmp_path / "b.db", tmp_path, model=v1, input_shapes=BERT_SHAPE)
+    with Bank.open(str(tmp_path / "b.db")) as bank:
+        with_policy = {p.repo_key for p in bank.policies()}
+    second = run_tune(tmp_path / "b.db", tmp_path, model=v2, input_shapes=BERT_SHAPE)
+    with Bank.open(str(tmp_path / "b.db")) as bank:
+        measured = {s.event.repo_key for s in bank.events()
+                    if s.event.task_id == second.task_id and s.event.payload.get("measurements")}
+    assert measured == new
+    summary = second.repo_summary
+    assert summary["repo_hit_num"] == summary["repo_reserved_num"] == len(keys_v2 & with_policy)
+    assert summary["total_num"] == len(keys_v2)
+
+
+def test_a_new_input_shape_is_new_keys(tmp_path: Path, bert_models: tuple[Path, Path]) -> None:
+    v1, _ = bert_models
+    run_tune(tmp_path / "b.db", tmp_path, model=v1, input_shapes=BERT_SHAPE)
+    second = run_tune(tmp_path / "b.db", tmp_path, model=v1,
+                      input_shapes={"input_ids_embedded": (1, 32, 128)})
+    assert second.measurements > 0
+    assert second.repo_summary["repo_add_num"] + second.repo_summary["repo_unsatisfied_num"] > 0
+
+
+def test_killed_run_resumes_to_the_same_bank(tmp_path: Path) -> None:
+    killed_db, whole_db = tmp_path / "killed.db", tmp_path / "whole.db"
+    argv = [sys.executable, "-c", "from cli.main import run; run()", "tune", str(VGG),
+            "--soc-version", "Ascend310", "--db", str(killed_db), "--budget", "64", "--seed", "3",
+            "--progress-bar", "off"]
+    env = {**os.environ, FAULT_ENV: "7"}
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == -9, done.stderr
+    with Bank.open(str(killed_db)) as bank:
+        (task,) = bank.tasks()
+        assert task.status == "incomplete"
+        recorded = task.add_num + task.unsatisfied_num
+    assert recorded == 7
+    resumed = run_tune(killed_db, tmp_path, reload=True, seed=3)
+    whole = run_tune(whole_db, tmp_path, seed=3)
+    assert resumed.resumed and resumed.task_id == task.task_id
+    assert policies(killed_db) == policies(whole_db)
+    assert resumed.repo_summary == whole.repo_summary
+    assert resumed.measurements < whole.measurements
+
+
+def test_reload_without_an_unfinished_task(tmp_path: Path) -> None:
+    with pytest.raises(BankError, match="--reload: no unfinished task"):
+        run_tune(tmp_path / "b.db", tmp_path, reload=True)
+
+
+def test_tune_ops_file_and_tuning_config_narrow_the_tune(tmp_path: Path) -> None:
+    ops = tmp_path / "ops.json"
+    ops.write_text(json.dumps({"tune_ops_name": ["n0"], "tune_ops_type": ["Gemm"]}))
+    report = run_tune(tmp_path / "a.db", tmp_path, tune_ops_file=ops)
+    assert report.repo_summary["total_num"] == 4  # conv n0 and three distinct Gemm keys
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"ops_to_tune": ["n38"], "tiling_range": {"block_m": [16],
+                                  "block_n": [64, 128], "block_k": [64]}, "impl_options": ["cube"]}))
+    report = run_tune(tmp_path / "b.db", tmp_path, tuning_config=config, mode="exhaustive")
+    assert report.repo_summary["total_num"] == 1
+    with Bank.open(str(tmp_path / "b.db")) as bank:
+        (policy,) = bank.policies()
+    assert policy.knowledge["baseM"] == 16 and policy.knowledge["baseN"] in (64, 128)
+    assert policy.knowledge["impl"] == "cube"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "is not valid JSON"),
+        ('{"ops_to_tune": "n0"}', "ops_to_tune must be a list"),
+        ('{"tiling_range": {"block_q": [16]}}', "tiling_range names no knob 'block_q'"),
+        ('{"tiling_range": {"block_m": [-1]}}', "tiling_range.block_m must be"),
+        ('{"impl_options": ["gpu"]}', "impl_options must be"),
+        ('{"colour": 1}', "unknown field 'colour'"),
+    ],
+)
+def test_bad_tuning_config_writes_nothing(tmp_path: Path, content: str, message: str) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(content)
+    with pytest.raises(BankError, match=message):
+        tune(lambda: Bank.open(str(tmp_path / "b.db"), create=True),
+             TuneOptions(model=VGG, soc_version="Ascend310", tuning_config=config, work_dir=tmp_path))
+    assert not (tmp_path / "b.db").exists()
+
+
+def test_load_tuning_result_reuses_policies_without_search(tmp_path: Path) -> None:
+    run_tune(tmp_path / "a.db", tmp_path / "a")
+    loaded = tmp_path / "a" / "tuning_result.json"
+    report = run_tune(tmp_path / "b.db", tmp_path / "b", load_tuning_result=loaded)
+    assert policies(tmp_path / "b.db") == policies(tmp_path / "a.db")
+    added = report.repo_summary["repo_add_num"]
+    assert report.measurements < 26 * 2 + (26 - added) * 64
+    with Bank.open(str(tmp_path / "b.db")) as bank:
+        reasons = {s.event.payload.get("reason") for s in bank.events() if s.event.kind == "add"}
+    assert reasons == {"loaded"}
+
+
+def test_a_failed_search_is_unsatisfied_and_fails_the_task(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    real = CostModel.evaluate
+
+    def broken_softmax(self: CostModel, work: Any, space: Any, candidates: np.ndarray) -> Any:
+        latency = real(self, work, space, candidates)
+        if getattr(work, "row", 0) == 1000:  # the Softmax over 1000 classes
+            latency = np.where(np.arange(len(latency)) >= 0, np.inf, latency)
+        return latency
+
+    monkeypatch.setattr(CostModel, "evaluate", broken_softmax)
+    report = run_tune(tmp_path / "b.db", tmp_path)
+    assert report.status == "failed" and report.failed_operators == ["n45"]
+    content = json.loads(report.result_file.read_text())
+    (opat,) = [part["OPAT"] for part in next(iter(content.values())) if "OPAT" in part]
+    assert opat["opat_tuning_result"] == "tuning failed"
+    assert opat["tuning_failed_operators"] == ["n45"]
+
+
+def test_result_files_in_both_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path / "work"))
+    report = run_tune(tmp_path / "b.db", tmp_path, output=tmp_path / "out")
+    assert report.result_file.parent == tmp_path / "work"
+    assert report.result_file.name.startswith("aoe_result_opat_")
+    content = json.loads(report.result_file.read_text())
+    ((report_id, parts),) = content.items()
+    assert report_id.startswith("report_")
+    basic, opat = parts[0]["basic"], parts[1]["OPAT"]
+    assert basic["tuning_name"] == "vgg19_Ascend310" and "tuning_time(s)" in basic
+    assert opat["repo_summary"] == report.repo_summary
+    modified = opat["repo_modified_operators"]
+    assert {m["tune_performance"][next(iter(m["tune_performance"]))]["update_mode"]
+            for m in modified} == {"add"}
+    assert len(modified) >= report.repo_summary["repo_add_num"]  # shared keys list every op
+    tuning = json.loads(report.tuning_result_file.read_text())["op_tuning"]
+    assert {m["op_name"] for m in modified} <= set(tuning)
+    model = onnx.load(str(report.output_model))
+    tagged = [n for n in model.graph.node if any(p.key == "tunebank.policy" for p in n.metadata_props)]
+    assert len(tagged) == len(tuning)
+    v1 = run_tune(tmp_path / "c.db", tmp_path, result_format="v1")
+    old = json.loads(v1.result_file.read_text())
+    opat1 = old[1]["OPAT"]
+    assert opat1["opat_tune_result"] == "tune success"
+    assert len(opat1["repo_modified_operators"]["add_repo_operators"]) >= v1.repo_summary["repo_add_num"]
+    assert opat1["model_baseline_performance(ms)"] == pytest.approx(v1.model_baseline_ms, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"soc_version": "Ascend999"}, "unknown soc_version 'Ascend999'"),
+        ({"mode": "sa"}, "--mode: unknown mode"),
+        ({"input_shapes": {"x": (1,)}}, "has no input 'x'"),
+        ({"run_loop": 0}, "--run-loop"),
+    ],
+)
+def test_bad_options_leave_no_bank(tmp_path: Path, options: dict[str, Any], message: str) -> None:
+    kwargs: dict[str, Any] = {"soc_version": "Ascend310", **options}
+    with pytest.raises(BankError, match=message):
+        tune(lambda: Bank.open(str(tmp_path / "b.db"), create=True),
+             TuneOptions(model=VGG, work_dir=tmp_path, **kwargs))
+    assert not (tmp_path / "b.db").exists()
+    assert not list(tmp_path.glob("aoe_result_*"))
