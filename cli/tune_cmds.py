@@ -130,6 +130,9 @@ def _closing_lines(report: TuneReport) -> None:
     typer.echo(f"Tuning result: {report.tuning_result_file}")
     if report.output_model:
         typer.echo(f"Tuned model: {report.output_model}")
+    if report.not_tunable:
+        typer.echo("Not tunable (no search space, not counted): "
+                   + ", ".join(f"{t} x{n}" for t, n in sorted(report.not_tunable.items())))
     if report.failed_operators:
         typer.echo("Failed operators: " + ", ".join(report.failed_operators))
 

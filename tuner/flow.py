@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections import Counter
 import threading
 import time
 from collections.abc import Callable
@@ -121,7 +122,7 @@ class TuneReport:
     tuning_result_file: Path
     output_model: Path | None
     failed_operators: list[str]
-    not_tunable: int
+    not_tunable: dict[str, int]
     resumed: bool
 
     @property
@@ -410,7 +411,7 @@ def _finish(run: _Run) -> TuneReport:
         status=status, repo_summary=run.bank.summary(run.task_id), measurements=run.measurements,
         model_baseline_ms=before_ms, model_result_ms=after_ms, tuning_time_s=elapsed,
         result_file=run.result_file, tuning_result_file=tuning_file, output_model=output_model,
-        failed_operators=failed, not_tunable=len(run.plan.not_tunable),
+        failed_operators=failed, not_tunable=dict(Counter(op.op_type for op in run.plan.not_tunable)),
         resumed=run.options.reload)
 
 

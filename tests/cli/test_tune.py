@@ -25,6 +25,7 @@ def test_tune_json_has_the_promised_fields(tmp_path: Path, monkeypatch: pytest.M
         assert field in report
     assert report["opat_tuning_result"] == "tuning successful"
     assert Path(report["result_file"]).parent == tmp_path
+    assert report["not_tunable"] == {"ConstantOfShape": 36}
     summary = runner.invoke(app, ["summary", report["task_id"], "--db", "b.db", "--json"])
     assert json.loads(summary.stdout) == report["repo_summary"]
 
