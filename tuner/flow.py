@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import os
 import signal
-from collections import Counter
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
