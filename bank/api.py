@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -255,7 +256,8 @@ class Bank:
         for stored in events:
             projection.offer_policy(stored)
         chosen = [p for p in projection.policies.values()
-                  if where.backend is None or p.backend == where.backend]
+                  if where.backend in (None, p.backend)
+                  and where.cost_model_version in (None, p.cost_model_version)]
         return sorted(chosen, key=lambda p: (p.soc_version, p.op_type or "", p.repo_key))
 
     def history(self, *, repo_key: str | None = None, op_name: str | None = None,
@@ -290,11 +292,12 @@ def policy_json(policy: Policy) -> dict[str, Any]:
         "soc_version": policy.soc_version,
         "repo_key": policy.repo_key,
         "op_type": policy.op_type,
-        "best_us": policy.best_us,
+        "best_us": policy.best_us if math.isfinite(policy.best_us) else None,
         "info_dict": policy.info_dict,
         "knowledge": policy.knowledge,
         "tune_mode": policy.tune_mode,
         "backend": policy.backend,
+        "cost_model_version": policy.cost_model_version,
         "task_id": policy.task_id,
         "seq": policy.seq,
         "event_id": policy.event_id,

@@ -17,6 +17,13 @@ def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def xxh64_key(value: Any) -> str:
+    """xxh64 of the canonical JSON bytes of ``value``, as a decimal string (AOE's key style)."""
+    import xxhash
+
+    return str(xxhash.xxh64_intdigest(canonical_json(value).encode("utf-8")))
+
+
 def digest(value: Any) -> str:
     """The SHA-256 of the canonical JSON of ``value``."""
     return sha256_hex(canonical_json(value))

@@ -185,5 +185,6 @@ def _validate_outcome_payload(where: str, payload: Mapping[str, Any], sets_polic
     if sets_policy:
         if not isinstance(payload.get("knowledge"), dict):
             raise EventValidationError(f"{where}: payload.knowledge (the policy) is required")
-        if payload.get("performance_after_us") is None:
-            raise EventValidationError(f"{where}: payload.performance_after_us is required")
+        if payload.get("performance_after_us") is None and payload.get("performance_unknown") is not True:
+            raise EventValidationError(f"{where}: payload.performance_after_us is required "
+                                       "(or performance_unknown: true)")

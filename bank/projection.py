@@ -7,6 +7,7 @@ batch touches, so the rules are checked against the bank's real state), ``rebuil
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -57,6 +58,7 @@ class Policy:
     origin: str
     tune_mode: str | None = None
     backend: str | None = None
+    cost_model_version: str | None = None
 
     @property
     def key(self) -> PolicyKey:
@@ -254,13 +256,14 @@ class Projection:
             op_type=event.op_type,
             info_dict=info,
             knowledge=dict(p["knowledge"]),
-            best_us=float(p["performance_after_us"]),
+            best_us=float(p.get("performance_after_us", math.inf)),  # unknown: beaten by any time
             seq=stored.seq,
             task_id=event.task_id,
             event_id=stored.event_id,
             origin=event.origin,
             tune_mode=p.get("tune_mode"),
             backend=p.get("backend"),
+            cost_model_version=p.get("cost_model_version"),
         )
         current = self.policies.get(candidate.key)
         if current is None or candidate.beats(current):

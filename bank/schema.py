@@ -48,7 +48,8 @@ class PolicyRow(SQLModel, table=True):
     event_id: str = Field(max_length=32)
     origin: str
     tune_mode: str | None = Field(default=None, max_length=16)
-    backend: str | None = Field(default=None, max_length=64)
+    backend: str | None = Field(default=None, max_length=64, index=True)
+    cost_model_version: str | None = Field(default=None, max_length=32, index=True)
 
 
 class TaskRow(SQLModel, table=True):

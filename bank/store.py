@@ -75,6 +75,7 @@ class PolicyFilter:
     op_type: str | None = None
     repo_key: str | None = None
     backend: str | None = None
+    cost_model_version: str | None = None
 
 
 @dataclass
@@ -230,7 +231,7 @@ class EventStore:
         """The current policies matching ``where``, ordered by chip, op type and key."""
         where = where or PolicyFilter()
         statement = select(PolicyRow)
-        for name in ("soc_version", "op_type", "repo_key", "backend"):
+        for name in ("soc_version", "op_type", "repo_key", "backend", "cost_model_version"):
             value = getattr(where, name)
             if value is not None:
                 statement = statement.where(getattr(PolicyRow, name) == value)

@@ -66,6 +66,8 @@ def query(
     op_type: Annotated[str | None, typer.Option(help="Only this operator type.")] = None,
     repo_key: Annotated[str | None, typer.Option(help="Only this repo_key.")] = None,
     backend: Annotated[str | None, typer.Option(help="Only entries measured by this backend.")] = None,
+    cost_model_version: Annotated[str | None, typer.Option(
+        "--cost-model-version", help="Only entries made by this cost-model version (e.g. sim-1).")] = None,
     as_of: Annotated[str | None, typer.Option(
         "--as-of", help="Show the bank as of this UTC time (ISO 8601), by recorded_at.")] = None,
     at_seq: Annotated[int | None, typer.Option(
@@ -82,15 +84,16 @@ def query(
             until_time = format_time(parse_time(as_of))
         except ValueError:
             raise fail(f"--as-of: {as_of!r} is not an ISO 8601 time (e.g. 2026-12-01T10:00)") from None
-    where = PolicyFilter(soc_version=soc_version, op_type=op_type, repo_key=repo_key, backend=backend)
+    where = PolicyFilter(soc_version=soc_version, op_type=op_type, repo_key=repo_key, backend=backend,
+                         cost_model_version=cost_model_version)
     with open_bank(db) as bank:
         found = bank.policies(where, at_seq=at_seq, as_of=until_time)
     if as_json:
         print_json([policy_json(p) for p in found])
         return
     print_table(
-        ["soc_version", "repo_key", "op_type", "best_us", "mode", "task", "seq", "origin"],
-        [[p.soc_version, p.repo_key, p.op_type, p.best_us, p.tune_mode, p.task_id, p.seq,
+        ["soc_version", "repo_key", "op_type", "best_us", "mode", "backend", "task", "seq", "origin"],
+        [[p.soc_version, p.repo_key, p.op_type, p.best_us, p.tune_mode, p.backend, p.task_id, p.seq,
           p.origin] for p in found],
     )
 

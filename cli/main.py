@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from cli import audit_cmds, inspect_cmds, tune_cmds
+from cli import audit_cmds, exchange_cmds, inspect_cmds, tune_cmds
 
 app = typer.Typer(
     name="bank",
@@ -19,6 +19,9 @@ for command in (audit_cmds.init, tune_cmds.tune, tune_cmds.socs, inspect_cmds.ta
                 inspect_cmds.summary, inspect_cmds.query,
                 inspect_cmds.history, inspect_cmds.events, audit_cmds.verify, audit_cmds.rebuild):
     app.command()(command)
+app.command(name="import")(exchange_cmds.import_)
+app.command()(exchange_cmds.export)
+app.command()(exchange_cmds.merge)
 
 
 def run() -> None:

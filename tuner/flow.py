@@ -30,20 +30,20 @@ import numpy as np
 
 from bank import Bank, EventKind, Outcome, Policy, TaskView
 from bank.errors import BankError
-from bank.store import EventFilter
-from tuner.config import TuneSelection, load_selection
-from tuner.costmodel import COST_MODEL_VERSION, CostModel
-from tuner.model import load_model
-from tuner.plan import KeyGroup, TunePlan, plan_tune
-from tuner.results import (
+from bank.formats.opat import (
     ReportInfo,
     TaskOutcomes,
-    annotated_model,
     opat_v1,
     opat_v2,
     tuning_result,
     write_json_atomic,
 )
+from bank.store import EventFilter
+from tuner.annotate import annotated_model
+from tuner.config import TuneSelection, load_selection
+from tuner.costmodel import COST_MODEL_VERSION, CostModel
+from tuner.model import load_model
+from tuner.plan import KeyGroup, TunePlan, plan_tune
 from tuner.search import Evaluator, SearchError, make_search
 from tuner.socs import get_soc
 from tuner.space import SearchSpace
@@ -300,9 +300,9 @@ def _known_outcomes(group: KeyGroup, stored: Policy | None) -> list[Outcome]:
     extra = _payload(group, 0)
     if stored is None:
         return [_outcome(EventKind.UNSATISFIED, group, reason="no_gain", extra=extra)]
-    return [_outcome(EventKind.HIT, group, performance_before_us=stored.best_us, extra=extra),
-            _outcome(EventKind.RESERVED, group, performance_before_us=stored.best_us,
-                     performance_after_us=stored.best_us, reason="known", extra=extra)]
+    return [_outcome(EventKind.HIT, group, performance_before_us=_known_time(stored), extra=extra),
+            _outcome(EventKind.RESERVED, group, performance_before_us=_known_time(stored),
+                     performance_after_us=_known_time(stored), reason="known", extra=extra)]
 
 
 def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
@@ -344,13 +344,13 @@ def _decide(group: KeyGroup, stored: Policy | None, default_us: float, found_us:
     knowledge = group.space.knowledge(candidate)
     mode = tune_mode(group.space, candidate)
     if stored is not None:
-        hit = _outcome(EventKind.HIT, group, performance_before_us=stored.best_us, extra=extra)
+        hit = _outcome(EventKind.HIT, group, performance_before_us=_known_time(stored), extra=extra)
         if found_us < stored.best_us:
             return [hit, _outcome(EventKind.UPDATE, group, knowledge=knowledge,
-                                  performance_before_us=stored.best_us,
+                                  performance_before_us=_known_time(stored),
                                   performance_after_us=found_us, tune_mode=mode, extra=extra)]
-        return [hit, _outcome(EventKind.RESERVED, group, performance_before_us=stored.best_us,
-                              performance_after_us=stored.best_us, reason="no_gain", extra=extra)]
+        return [hit, _outcome(EventKind.RESERVED, group, performance_before_us=_known_time(stored),
+                              performance_after_us=_known_time(stored), reason="no_gain", extra=extra)]
     if found_us < default_us:
         return [_outcome(EventKind.ADD, group, knowledge=knowledge, performance_before_us=default_us,
                          performance_after_us=found_us, tune_mode=mode, reason=reason, extra=extra)]
@@ -363,11 +363,16 @@ def _failed(group: KeyGroup, stored: Policy | None, default_us: float, measureme
     extra = _payload(group, measurements, error=why)
     default = default_us if np.isfinite(default_us) else None
     if stored is not None:
-        return [_outcome(EventKind.HIT, group, performance_before_us=stored.best_us, extra=extra),
-                _outcome(EventKind.RESERVED, group, performance_before_us=stored.best_us,
-                         performance_after_us=stored.best_us, reason="failed", extra=extra)]
+        return [_outcome(EventKind.HIT, group, performance_before_us=_known_time(stored), extra=extra),
+                _outcome(EventKind.RESERVED, group, performance_before_us=_known_time(stored),
+                         performance_after_us=_known_time(stored), reason="failed", extra=extra)]
     return [_outcome(EventKind.UNSATISFIED, group, performance_before_us=default,
                      performance_after_us=default, reason="failed", extra=extra)]
+
+
+def _known_time(policy: Policy) -> float | None:
+    """A stored policy's time, or None when it was imported without one."""
+    return policy.best_us if np.isfinite(policy.best_us) else None
 
 
 def tune_mode(space: SearchSpace, candidate: tuple[int, ...]) -> str:

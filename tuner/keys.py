@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import xxhash
-
-from bank.canonical import canonical_json
+from bank.canonical import xxh64_key
 from tuner.model import Operator
 
 KERNEL_ATTRS = frozenset({
@@ -41,4 +39,4 @@ def info_dict(op: Operator) -> dict[str, Any]:
 
 def repo_key(info: dict[str, Any]) -> str:
     """xxh64 of the info_dict's canonical bytes, as a decimal string (as AOE writes its keys)."""
-    return str(xxhash.xxh64_intdigest(canonical_json(info).encode("utf-8")))
+    return xxh64_key(info)

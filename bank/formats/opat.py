@@ -1,5 +1,7 @@
-"""The files a tune leaves: AOE's OPAT result file (newer or older format), tuning_result.json,
-and the annotated model copy in AOE's aoe_workspace layout. Every file is written atomically."""
+"""AOE's OPAT result files (newer and older format) and tuning_result.json, written from the log.
+
+A tune rewrites its result file after every key; ``bank export --format opat`` regenerates one
+for any task. Every file is written atomically."""
 
 from __future__ import annotations
 
@@ -89,6 +91,14 @@ class ReportInfo:
     status: str  # successful | failed | incomplete
     tuning_time_s: float | None
     repo_summary: Mapping[str, int]
+    model_ms: tuple[float, float] | None = None  # baseline, result; else summed from outcomes
+    failed_operators: tuple[str, ...] | None = None  # else the outcomes with reason "failed"
+
+    def failed(self, outcomes: TaskOutcomes) -> list[str]:
+        """The failed operators to list."""
+        if self.failed_operators is not None:
+            return list(self.failed_operators)
+        return outcomes.failed_operators
 
 
 def opat_v2(report_id: str, info: ReportInfo, outcomes: TaskOutcomes) -> dict[str, Any]:
@@ -110,7 +120,7 @@ def opat_v2(report_id: str, info: ReportInfo, outcomes: TaskOutcomes) -> dict[st
                             "repo_modified_operators": modified,
                             "repo_summary": dict(info.repo_summary)}
     if info.status == "failed":
-        opat["tuning_failed_operators"] = outcomes.failed_operators
+        opat["tuning_failed_operators"] = info.failed(outcomes)
     return {report_id: [{"basic": basic}, {"OPAT": opat}]}
 
 
@@ -129,7 +139,7 @@ def opat_v1(info: ReportInfo, outcomes: TaskOutcomes) -> list[dict[str, Any]]:
                 "performance_after_tune(us)": round(o.after_us, 3),
                 "performance_before_tune(us)": round(o.before_us, 3),
                 "performance_improvement": improvement(o.before_us, o.after_us)})
-    before, after = outcomes.model_ms()
+    before, after = info.model_ms or outcomes.model_ms()
     opat: dict[str, Any] = {
         "model_baseline_performance(ms)": round(before, 6),
         "model_performance_improvement": improvement(before, after),
@@ -139,8 +149,33 @@ def opat_v1(info: ReportInfo, outcomes: TaskOutcomes) -> list[dict[str, Any]]:
         "repo_summary": dict(info.repo_summary),
     }
     if info.status == "failed":
-        opat["tune_failed_operators"] = outcomes.failed_operators
+        opat["tune_failed_operators"] = info.failed(outcomes)
     return [{"basic": basic}, {"OPAT": opat}]
+
+
+def sgat(info: ReportInfo, outcomes: TaskOutcomes) -> list[dict[str, Any]]:
+    """A subgraph-tuning result file: per subgraph its repo_key and times in ms."""
+    basic: dict[str, Any] = {"tuning_name": info.tuning_name}
+    if info.tuning_time_s is not None:
+        basic["tuning_time(s)"] = round(info.tuning_time_s)
+    lists: dict[str, list[dict[str, Any]]] = {"add_repo_subgraphs": [], "update_repo_subgraphs": []}
+    for o in outcomes.keys.values():
+        if not o.modified or o.before_us is None or o.after_us is None:
+            continue
+        lists[f"{o.kind}_repo_subgraphs"].append({
+            "performance_after_tune(ms)": round(o.after_us / 1000, 6),
+            "performance_before_tune(ms)": round(o.before_us / 1000, 6),
+            "performance_improvement": improvement(o.before_us, o.after_us),
+            "repo_key": o.repo_key})
+    before, after = info.model_ms or outcomes.model_ms()
+    body: dict[str, Any] = {
+        "model_baseline_performance(ms)": round(before, 6),
+        "model_performance_improvement": improvement(before, after),
+        "model_result_performance(ms)": round(after, 6),
+        "repo_modified_subgraphs": lists,
+        "repo_summary": dict(info.repo_summary),
+    }
+    return [{"basic": basic}, {"SGAT": body}]
 
 
 def write_json_atomic(path: Path, value: Any) -> None:
@@ -163,23 +198,3 @@ def tuning_result(policies: Mapping[str, dict[str, Any]], op_names: Mapping[str,
     op_tuning = {name: policies[key] for key, names in op_names.items() if key in policies
                  for name in names}
     return {"op_tuning": op_tuning}
-
-
-def annotated_model(model_path: Path, policies: Mapping[str, tuple[str, dict[str, Any]]],
-                    target: Path) -> None:
-    """Copy the model with each tuned node's key and policy in its metadata_props."""
-    import onnx
-
-    proto = onnx.load(str(model_path))
-    for index, node in enumerate(proto.graph.node):
-        name = node.name or f"{node.op_type}_{index}"
-        if name in policies:
-            key, knowledge = policies[name]
-            for prop_key, value in (("tunebank.repo_key", key),
-                                    ("tunebank.policy", json.dumps(knowledge, sort_keys=True))):
-                entry = node.metadata_props.add()
-                entry.key, entry.value = prop_key, value
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".onnx.tmp")
-    onnx.save(proto, str(tmp))
-    os.replace(tmp, target)

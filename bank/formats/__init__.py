@@ -1,0 +1,1 @@
+"""File formats the bank reads and writes: AOE's result files and bank tree, JSON Lines, CSV."""

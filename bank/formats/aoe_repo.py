@@ -1,0 +1,132 @@
+"""AOE's own bank layout (unified_bank), written from the policy projection and read back.
+
+``DIR/{soc}/unified_bank/{soc}_{core_num}_AiCore_{optype}_runtime_kb.json`` holds JSON Lines
+``{"id", "op", "version", "info_dict", "knowledge"}``, one line per key, the best entry only.
+AOE's files carry no times, so tunebank writes them beside the bank files in
+``tunebank_times.json`` (info digest -> repo_key, best time, mode, backend); a tree without it
+imports with the times unknown, which every measured entry beats.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import xxhash
+
+from bank.canonical import canonical_json
+from bank.errors import BankError
+from bank.formats.opat import write_json_atomic
+from bank.projection import Policy, info_digest
+
+TIMES_FILE = "tunebank_times.json"
+ENTRY_VERSION = 1
+_FILE = re.compile(r"^(?P<soc>.+)_(?P<cores>\d+)_AiCore_(?P<op>.+)_runtime_kb\.json$")
+
+
+class RepoFormatError(BankError):
+    """A unified_bank tree or one of its files is malformed."""
+
+
+def entry_id(info_dict: Mapping[str, Any]) -> int:
+    """The uint32 hash AOE files an entry under (xxh32 of the key's canonical bytes)."""
+    return int(xxhash.xxh32_intdigest(canonical_json(dict(info_dict)).encode("utf-8")))
+
+
+def file_name(soc_version: str, core_num: int, op_type: str) -> str:
+    """The bank file of one chip, core count and operator type."""
+    return f"{soc_version}_{core_num}_AiCore_{op_type}_runtime_kb.json"
+
+
+def write_tree(out: Path, policies: Iterable[Policy], core_num: Mapping[str, int]) -> list[Path]:
+    """Write every policy into ``out`` in AOE's layout; return the files written."""
+    by_file: dict[Path, list[str]] = defaultdict(list)
+    times: dict[Path, dict[str, Any]] = defaultdict(dict)
+    for policy in policies:
+        op_type = policy.op_type or "unknown"
+        folder = out / policy.soc_version / "unified_bank"
+        line = {"id": entry_id(policy.info_dict), "op": op_type, "version": ENTRY_VERSION,
+                "info_dict": policy.info_dict, "knowledge": policy.knowledge}
+        by_file[folder / file_name(policy.soc_version, core_num[policy.soc_version], op_type)].append(
+            json.dumps(line, sort_keys=True, ensure_ascii=False))
+        if math.isfinite(policy.best_us):
+            times[folder][policy.info_digest] = {"repo_key": policy.repo_key, "best_us": policy.best_us,
+                                                 "tune_mode": policy.tune_mode,
+                                                 "backend": policy.backend}
+    for path, lines in by_file.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for folder, table in times.items():
+        write_json_atomic(folder / TIMES_FILE, {"format": "tunebank-times", "version": 1,
+                                                "entries": table})
+    return sorted(by_file)
+
+
+@dataclass(frozen=True)
+class RepoEntry:
+    """One entry read back from a unified_bank file."""
+
+    soc_version: str
+    op_type: str
+    info_dict: dict[str, Any]
+    knowledge: dict[str, Any]
+    times: Mapping[str, Any] | None  # from tunebank_times.json, when present
+    file: Path
+
+
+def read_tree(root: Path) -> list[RepoEntry]:
+    """Every entry under ``root`` (a folder holding ``{soc}/unified_bank/``).
+
+    Raises:
+        RepoFormatError: no bank files there, or a line is not a valid entry.
+    """
+    files = sorted(root.glob("*/unified_bank/*_runtime_kb.json"))
+    if not files:
+        raise RepoFormatError(f"{root}: no {{soc}}/unified_bank/*_runtime_kb.json files")
+    entries = []
+    for path in files:
+        match = _FILE.match(path.name)
+        if not match:
+            raise RepoFormatError(f"{path}: name is not {{soc}}_{{cores}}_AiCore_{{op}}_runtime_kb.json")
+        times = _times(path.parent / TIMES_FILE)
+        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if text.strip():
+                entries.append(_entry(path, number, text, match["soc"], times))
+    return entries
+
+
+def _times(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        table = json.loads(path.read_text(encoding="utf-8"))["entries"]
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        raise RepoFormatError(f"{path}: not a tunebank times file ({exc})") from exc
+    if not isinstance(table, dict):
+        raise RepoFormatError(f"{path}: entries must be an object")
+    return table
+
+
+def _entry(path: Path, number: int, text: str, soc: str, times: Mapping[str, Any]) -> RepoEntry:
+    where = f"{path}: line {number}"
+    try:
+        line = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RepoFormatError(f"{where}: not valid JSON ({exc.msg})") from exc
+    if not isinstance(line, dict):
+        raise RepoFormatError(f"{where}: must be a JSON object")
+    for name in ("info_dict", "knowledge"):
+        if not isinstance(line.get(name), dict):
+            raise RepoFormatError(f"{where}: field {name} must be an object")
+    if not isinstance(line.get("op"), str):
+        raise RepoFormatError(f"{where}: field op must be a string")
+    if line.get("id") != entry_id(line["info_dict"]):
+        raise RepoFormatError(f"{where}: id {line.get('id')} does not match its info_dict")
+    known = times.get(info_digest(line["info_dict"]))
+    return RepoEntry(soc, line["op"], line["info_dict"], line["knowledge"], known, path)

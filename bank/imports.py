@@ -1,0 +1,272 @@
+"""Turning what AOE's result files say into events, one task per report.
+
+An import is a pure function of the file's bytes, the soc_version and the model: the task id,
+every event id and every time are derived from them, so importing a file twice, or into two
+banks that are merged later, adds each event once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bank.canonical import xxh64_key
+from bank.events import Event, EventKind
+from bank.formats.aoe_results import ImportedOp, ImportedReport
+
+Resolver = Callable[[str], tuple[str, dict[str, Any], str] | None]
+"""op name -> (repo_key, info_dict, op_type) from a model, or None if the model lacks it."""
+
+EPOCH = "1970-01-01T00:00:00.000000Z"  # for files whose name carries no time
+
+
+def name_key(op_type: str | None, op_name: str | None) -> tuple[str, dict[str, Any]]:
+    """The key of an operator known only by type and name (no model given)."""
+    info = {"op_name": op_name, "op_type": op_type}
+    return xxh64_key(info), info
+
+
+@dataclass(frozen=True)
+class ImportSource:
+    """Where a report came from: the file's digest, the chip and the model it is keyed with."""
+
+    file_sha256: str
+    soc_version: str
+    model_name: str | None = None
+    model_hash: str | None = None
+
+    @property
+    def origin(self) -> str:
+        return f"aoe-file:{self.file_sha256[:16]}"
+
+
+def task_id_of(report: ImportedReport, source: ImportSource) -> str:
+    """A task id derived from the file, report, chip and model."""
+    text = "|".join([source.soc_version, source.file_sha256, report.report_id or "",
+                     source.model_hash or ""])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class _Keyed:
+    repo_key: str
+    info: dict[str, Any]
+    op_type: str | None
+    ops: list[ImportedOp]
+
+
+def report_events(report: ImportedReport, source: ImportSource,
+                  resolve: Resolver | None = None) -> tuple[list[Event], int]:
+    """The events of one report, and how many op names the model could not resolve."""
+    task_id = task_id_of(report, source)
+    when = report.recorded_at or EPOCH
+
+    def event(kind: EventKind, payload: dict[str, Any], key: str | None = None,
+              name: str | None = None, op_type: str | None = None) -> Event:
+        return Event(kind=kind, soc_version=source.soc_version, task_id=task_id, recorded_at=when,
+                     origin=source.origin, payload={k: v for k, v in payload.items() if v is not None},
+                     repo_key=key, op_name=name, op_type=op_type)
+
+    events = [event(EventKind.TASK_STARTED, {
+        "tuning_name": report.tuning_name, "job_type": report.job_type,
+        "model_name": source.model_name, "model_hash": source.model_hash,
+        "source_file": report.file.name, "source_report": report.report_id,
+        "result_format": report.result_format})]
+    unresolved = 0
+    for kind in ("add", "update"):
+        groups, missed = _group([op for op in report.ops if op.kind == kind],
+                                report.summary[f"repo_{kind}_num"], resolve)
+        unresolved += missed
+        for group in groups:
+            events += _named(group, kind, event)
+    events += _anonymous(report, event)
+    if report.status != "incomplete":
+        events.append(event(EventKind.TASK_FINISHED, {
+            "status": report.status, "tuning_time_s": report.tuning_time_s,
+            "model_baseline_ms": report.model_baseline_ms, "model_result_ms": report.model_result_ms,
+            "failed_operators": report.failed_operators}))
+    return events, unresolved
+
+
+def _key_of(op: ImportedOp, resolve: Resolver | None) -> tuple[str, dict[str, Any], str | None, bool]:
+    if op.repo_key is not None:  # a subgraph: the file gives its key
+        return op.repo_key, {"job_type": "sgat", "repo_key": op.repo_key}, op.op_type or "subgraph", True
+    found = resolve(op.name) if resolve and op.name else None
+    if found:
+        return found[0], found[1], found[2], True
+    key, info = name_key(op.op_type, op.name)
+    return key, info, op.op_type, resolve is None
+
+
+def _group(ops: Sequence[ImportedOp], count: int,
+           resolve: Resolver | None) -> tuple[list[_Keyed], int]:
+    groups: dict[Any, _Keyed] = {}
+    missed = 0
+    for op in ops:
+        key, info, op_type, resolved = _key_of(op, resolve)
+        missed += 0 if resolved else 1
+        same_key: Any = key
+        if len(ops) != count:  # a file listing every op of a shared key: group by the numbers
+            same_key = (op.op_type, op.before_us, op.after_us, op.tune_mode, op.repo_key)
+        if same_key in groups:
+            groups[same_key].ops.append(op)
+        else:
+            groups[same_key] = _Keyed(key, info, op_type, [op])
+    return list(groups.values()), missed
+
+
+def _named(group: _Keyed, kind: str, event: Callable[..., Event]) -> list[Event]:
+    first = group.ops[0]
+    common = {"info_dict": group.info, "backend": "aoe",
+              "op_names": [op.name or group.repo_key for op in group.ops]}
+    outcome = {**common, "knowledge": {}, "performance_before_us": first.before_us,
+               "performance_after_us": first.after_us, "tune_mode": first.tune_mode,
+               "reason": "imported"}
+    if kind == "add":
+        return [event(EventKind.ADD, outcome, group.repo_key, first.name, group.op_type)]
+    hit = {**common, "performance_before_us": first.before_us}
+    return [event(EventKind.HIT, hit, group.repo_key, first.name, group.op_type),
+            event(EventKind.UPDATE, outcome, group.repo_key, first.name, group.op_type)]
+
+
+def _anonymous(report: ImportedReport, event: Callable[..., Event]) -> list[Event]:
+    """The outcomes the file only counts: reserved hits and unsatisfied keys, without names."""
+    events = []
+    payload = {"backend": "aoe", "reason": "counted"}
+    for n in range(report.summary["repo_reserved_num"]):
+        key = f"anonymous-{n + 1}"
+        events += [event(EventKind.HIT, payload, key), event(EventKind.RESERVED, payload, key)]
+    offset = report.summary["repo_reserved_num"]
+    for n in range(report.summary["repo_unsatisfied_num"]):
+        events.append(event(EventKind.UNSATISFIED, payload, f"anonymous-{offset + n + 1}"))
+    return events
+
+
+@dataclass
+class FileImport:
+    """What importing one file (or tree) came to."""
+
+    path: str
+    kind: str  # opat-v1 | opat-v2 | sgat | aoe-repo | events
+    tasks: int = 0
+    tasks_present: int = 0
+    events: int = 0
+    unresolved: int = 0
+
+
+@dataclass
+class ImportReport:
+    """What a whole import did: per file, and the events written or skipped."""
+
+    files: list[FileImport]
+    appended: int
+    skipped: int
+
+    def as_json(self) -> dict[str, Any]:
+        return {"files": [vars(f) for f in self.files], "events_added": self.appended,
+                "events_already_present": self.skipped}
+
+
+def import_paths(bank: Any, paths: Sequence[Path], soc_version: str | None,
+                 resolve: Resolver | None = None, model_name: str | None = None,
+                 model_hash: str | None = None) -> ImportReport:
+    """Read, validate and append every file in one transaction: all of it or none of it.
+
+    Raises:
+        BankError: a file is malformed or an option is missing; nothing is written.
+    """
+    from bank.errors import BankError
+    from bank.formats.aoe_repo import read_tree
+    from bank.formats.aoe_results import load_result_file
+    from bank.formats.jsonl import is_events_file, read_events
+
+    present_tasks = {t.task_id for t in bank.tasks()}
+    events: list[Event] = []
+    files: list[FileImport] = []
+    for path in paths:
+        if path.is_dir():
+            entries = read_tree(path)
+            built, info = _tree_events(path, entries, soc_version, present_tasks)
+        elif is_events_file(path):
+            built = read_events(path)
+            info = FileImport(str(path), "events", tasks=len({e.task_id for e in built}),
+                              events=len(built))
+        else:
+            if soc_version is None:
+                raise BankError(f"{path}: --soc-version is required to import an AOE result file")
+            source = ImportSource(_sha256(path), soc_version, model_name, model_hash)
+            built, info = [], FileImport(str(path), "")
+            for report in load_result_file(path):
+                info.kind = "sgat" if report.job_type == "sgat" else f"opat-{report.result_format}"
+                if task_id_of(report, source) in present_tasks:
+                    info.tasks_present += 1
+                    continue
+                report_built, missed = report_events(report, source, resolve)
+                built += report_built
+                info.tasks += 1
+                info.unresolved += missed
+            info.events = len(built)
+        events += built
+        files.append(info)
+    result = bank.append(events)
+    return ImportReport(files, len(result.appended), len(result.skipped))
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _tree_events(root: Path, entries: Sequence[Any], soc_version: str | None,
+                 present: set[str]) -> tuple[list[Event], FileImport]:
+    from bank.errors import BankError
+
+    socs = sorted({e.soc_version for e in entries})
+    if soc_version is not None and socs != [soc_version]:
+        raise BankError(f"{root}: holds banks of {', '.join(socs)}, not only --soc-version "
+                        f"{soc_version}")
+    info = FileImport(str(root), "aoe-repo")
+    events: list[Event] = []
+    for soc in socs:
+        mine = [e for e in entries if e.soc_version == soc]
+        digest = hashlib.sha256()
+        for path in sorted({e.file for e in mine}):
+            digest.update(path.name.encode() + path.read_bytes())
+        source = ImportSource(digest.hexdigest(), soc)
+        task_id = hashlib.sha256(f"{soc}|{source.file_sha256}|repo".encode()).hexdigest()[:16]
+        if task_id in present:
+            info.tasks_present += 1
+            continue
+        events += _tree_task(root, mine, source, task_id)
+        info.tasks += 1
+    info.events = len(events)
+    return events, info
+
+
+def _tree_task(root: Path, entries: Sequence[Any], source: ImportSource, task_id: str) -> list[Event]:
+    def event(kind: EventKind, payload: dict[str, Any], key: str | None = None,
+              op_type: str | None = None) -> Event:
+        return Event(kind=kind, soc_version=source.soc_version, task_id=task_id, recorded_at=EPOCH,
+                     origin=f"aoe-repo:{source.file_sha256[:16]}",
+                     payload={k: v for k, v in payload.items() if v is not None},
+                     repo_key=key, op_type=op_type)
+
+    events = [event(EventKind.TASK_STARTED, {"tuning_name": f"import of {root.name}",
+                                             "job_type": "repo-import", "source_file": root.name})]
+    seen: set[str] = set()
+    for entry in entries:
+        times = entry.times or {}
+        key = times.get("repo_key") or xxh64_key(entry.info_dict)
+        if key in seen:
+            continue
+        seen.add(key)
+        events.append(event(EventKind.ADD, {
+            "info_dict": entry.info_dict, "knowledge": entry.knowledge,
+            "performance_after_us": times.get("best_us"),
+            "performance_unknown": True if times.get("best_us") is None else None,
+            "tune_mode": times.get("tune_mode"), "backend": times.get("backend") or "aoe",
+            "reason": "imported"}, key, entry.op_type))
+    events.append(event(EventKind.TASK_FINISHED, {"status": "successful"}))
+    return events

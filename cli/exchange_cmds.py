@@ -1,0 +1,183 @@
+"""Commands that move knowledge between banks and files: import, export, merge."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cli.common import (
+    DbOption,
+    JsonOption,
+    fail,
+    open_bank,
+    print_json,
+    print_table,
+    user_errors,
+)
+
+
+class ExportFormat(StrEnum):
+    aoe_repo = "aoe-repo"
+    jsonl = "jsonl"
+    tuning_result = "tuning-result"
+    opat = "opat"
+    sgat = "sgat"
+    csv = "csv"
+
+
+@user_errors
+def import_(
+    paths: Annotated[list[Path], typer.Argument(
+        exists=True, help="AOE result files, unified_bank trees, or tunebank events files.")],
+    soc_version: Annotated[str | None, typer.Option(
+        "--soc-version", help="Chip the AOE result files were tuned for (required for them).")] = None,
+    model: Annotated[Path | None, typer.Option(
+        exists=True, dir_okay=False, help="The ONNX model: op names resolve to real repo_keys.")] = None,
+    input_shape: Annotated[str | None, typer.Option(
+        "--input-shape", help="Fix the model's input shapes.")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Import AOE result files (OPAT v1/v2, SGAT), AOE bank trees or events files, all or nothing."""
+    from bank.imports import import_paths
+
+    resolve = model_name = model_hash = None
+    if model is not None:
+        from tuner.export import model_resolver
+        from tuner.model import parse_input_shapes
+
+        resolve, model_name, model_hash = model_resolver(model, soc_version,
+                                                         parse_input_shapes(input_shape))
+    with open_bank(db, create=True) as bank:
+        report = import_paths(bank, paths, soc_version, resolve, model_name, model_hash)
+    if as_json:
+        print_json(report.as_json())
+        return
+    print_table(["file", "kind", "tasks", "already_present", "events", "unresolved_names"],
+                [[f.path, f.kind, f.tasks, f.tasks_present, f.events, f.unresolved]
+                 for f in report.files])
+    typer.echo(f"{report.appended} event(s) added, {report.skipped} already present")
+
+
+@user_errors
+def export(
+    file_format: Annotated[ExportFormat, typer.Option("--format", help="What to write.")],
+    out: Annotated[Path | None, typer.Option(
+        help="File or folder to write (aoe-repo needs a folder); default: standard output.")] = None,
+    task: Annotated[str | None, typer.Option(help="Task id or prefix (opat, sgat).")] = None,
+    result_format: Annotated[str, typer.Option("--result-format", help="opat: v2 or v1.")] = "v2",
+    model: Annotated[Path | None, typer.Option(exists=True, dir_okay=False,
+                                               help="tuning-result: the model.")] = None,
+    soc_version: Annotated[str | None, typer.Option("--soc-version", help="tuning-result: the chip.")] = None,
+    input_shape: Annotated[str | None, typer.Option(
+        "--input-shape", help="tuning-result: input shapes.")] = None,
+    core_num: Annotated[int | None, typer.Option(
+        "--core-num", min=1, help="aoe-repo: the core count in file names (default: the chip's).")] = None,
+    db: DbOption = None,
+) -> None:
+    """Export the bank: AOE's bank tree, the event log, tuning_result.json, result files or CSV."""
+    with open_bank(db) as bank:
+        if file_format == ExportFormat.aoe_repo:
+            _export_repo(bank, out, core_num)
+        elif file_format == ExportFormat.jsonl:
+            _to_output(out, lambda handle: _jsonl(bank, handle))
+        elif file_format == ExportFormat.csv:
+            from bank.formats.csv_policies import write_policies
+
+            _to_output(out, lambda handle: write_policies(handle, bank.policies()))
+        elif file_format == ExportFormat.tuning_result:
+            _export_tuning_result(bank, out, model, soc_version, input_shape)
+        else:
+            if task is None:
+                raise fail(f"--format {file_format.value} needs --task", code=2)
+            if result_format not in ("v1", "v2"):
+                raise fail(f"--result-format: {result_format!r} is not v1 or v2", code=2)
+            from bank.exports import task_result
+
+            _write_json(out, task_result(bank, task, file_format.value, result_format))
+
+
+def _jsonl(bank: Any, handle: Any) -> int:
+    from bank.formats.jsonl import write_events
+
+    return write_events(handle, bank.events(), bank.bank_id)
+
+
+def _to_output(out: Path | None, write: Any) -> None:
+    if out is None:
+        write(sys.stdout)
+        return
+    tmp = out.with_name(f".{out.name}.tmp")
+    with tmp.open("w", encoding="utf-8", newline="") as handle:
+        write(handle)
+    tmp.replace(out)
+
+
+def _write_json(out: Path | None, value: Any) -> None:
+    if out is None:
+        print_json(value)
+        return
+    from bank.formats.opat import write_json_atomic
+
+    write_json_atomic(out, value)
+
+
+def _export_repo(bank: Any, out: Path | None, core_num: int | None) -> None:
+    from bank.formats.aoe_repo import write_tree
+    from tuner.socs import SOCS
+
+    if out is None:
+        raise fail("--format aoe-repo needs --out DIR", code=2)
+    policies = bank.policies()
+    cores: dict[str, int] = {}
+    for soc in sorted({p.soc_version for p in policies}):
+        if core_num is None and soc not in SOCS:
+            raise fail(f"--core-num: the core count of {soc} is not known; give it with --core-num")
+        cores[soc] = core_num or SOCS[soc].ai_cores
+    files = write_tree(out, policies, cores)
+    typer.echo(f"{len(policies)} entries in {len(files)} file(s) under {out}")
+
+
+def _export_tuning_result(bank: Any, out: Path | None, model: Path | None, soc_version: str | None,
+                          input_shape: str | None) -> None:
+    if model is None or soc_version is None:
+        raise fail("--format tuning-result needs --model and --soc-version", code=2)
+    from tuner.export import model_tuning_result
+    from tuner.model import parse_input_shapes
+
+    _write_json(out, model_tuning_result(bank, model, soc_version, parse_input_shapes(input_shape)))
+
+
+@user_errors
+def merge(
+    sources: Annotated[list[str], typer.Argument(help="Bank files or database URLs to merge in.")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Merge other banks into this one: the union of their events, the best policy per key wins."""
+    from bank import Bank
+    from bank.merge import merge_into
+
+    reports = []
+    with open_bank(db, create=True) as target:
+        for source in sources:
+            with Bank.open(source) as other:
+                if other.bank_id == target.bank_id and other.location.url == target.location.url:
+                    raise fail(f"{source}: is the bank being merged into")
+                reports.append(merge_into(target, other))
+    if as_json:
+        print_json([r.as_json() for r in reports])
+        return
+    print_table(["source", "events_added", "already_present", "policies_changed", "conflicts"],
+                [[r.source, r.added, r.present, r.policies_changed, len(r.conflicts)] for r in reports])
+    conflicts = [c for r in reports for c in r.conflicts]
+    if conflicts:
+        typer.echo("")
+        print_table(["soc_version", "repo_key", "op_type", "winner_us", "winner_origin", "loser_us",
+                     "loser_origin"],
+                    [[c.soc_version, c.repo_key, c.op_type, c.winner.best_us, c.winner.origin,
+                      c.loser.best_us, c.loser.origin] for c in conflicts])

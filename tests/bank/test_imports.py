@@ -1,0 +1,150 @@
+"""Importing AOE result files: every format, exact summaries, validation, idempotence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bank import Bank, BankError
+from bank.exports import task_result
+from bank.formats.aoe_results import load_result_file
+from bank.imports import import_paths
+from fixtures.make_aoe_files import FILES, write
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "aoe"
+
+
+@pytest.fixture
+def bank() -> Any:
+    with Bank.open("sqlite://", create=True) as opened:
+        yield opened
+
+
+def test_fixture_files_are_what_the_generator_writes(tmp_path: Path) -> None:
+    for path in write(tmp_path):
+        assert path.read_text() == (FIXTURES / path.name).read_text()
+
+
+def test_every_report_becomes_a_task_with_the_files_summary(bank: Bank) -> None:
+    paths = sorted(FIXTURES.glob("*.json"))
+    import_paths(bank, paths, "Ascend310")
+    reports = {r.tuning_name + (r.report_id or r.file.name): r
+               for p in paths for r in load_result_file(p)}
+    tasks = bank.tasks()
+    assert len(tasks) == len(reports) == 6
+    by_name = {(t.tuning_name, t.status) for t in tasks}
+    assert ("bert_tune_2", "failed") in by_name and ("bert_tune_3", "incomplete") in by_name
+    for report in reports.values():
+        (task,) = [t for t in tasks if t.tuning_name == report.tuning_name
+                   and t.started_at.startswith((report.recorded_at or "")[:19])]
+        assert task.repo_summary() == report.summary
+        assert list(task.failed_operators) == report.failed_operators
+    assert bank.verify().ok
+
+
+def test_importing_again_adds_nothing(bank: Bank) -> None:
+    paths = sorted(FIXTURES.glob("*.json"))
+    first = import_paths(bank, paths, "Ascend310")
+    head = bank.head()
+    again = import_paths(bank, paths, "Ascend310")
+    assert first.appended == head and again.appended == 0
+    assert sum(f.tasks_present for f in again.files) == 6
+    assert bank.head() == head
+
+
+def test_the_chip_is_part_of_the_import(bank: Bank) -> None:
+    path = FIXTURES / "aoe_result_sgat_20240314101010101_4714.json"
+    import_paths(bank, [path], "Ascend310")
+    import_paths(bank, [path], "Ascend910B2")
+    assert {t.soc_version for t in bank.tasks()} == {"Ascend310", "Ascend910B2"}
+
+
+def _mutated(tmp_path: Path, name: str, change: Any) -> Path:
+    content = json.loads(json.dumps(FILES[name]))
+    change(content)
+    path = tmp_path / name
+    path.write_text(json.dumps(content))
+    return path
+
+
+V1 = "aoe_result_opat_20240315143005123_4711.json"
+V2 = "aoe_result_opat_20240315_14300512_4713.json"
+SG = "aoe_result_sgat_20240314101010101_4714.json"
+
+
+def _set(path: list[Any], value: Any) -> Any:
+    def change(content: Any) -> None:
+        node = content
+        for step in path[:-1]:
+            node = node[step]
+        node[path[-1]] = value
+    return change
+
+
+BAD = [
+    (V1, _set([1, "OPAT", "repo_summary", "repo_hit_num"], 18), "repo_hit_num 18 != repo_update_num 2"),
+    (V1, _set([1, "OPAT", "repo_summary", "total_num"], 20), "total_num 20 != repo_add_num"),
+    (V1, _set([1, "OPAT", "repo_summary", "repo_add_num"], -1), "repo_add_num must be a non-negative"),
+    (V1, _set([1, "OPAT", "repo_modified_operators", "add_repo_operators", 0,
+               "performance_after_tune(us)"], "99"), "add_repo_operators[0].performance_after_tune(us)"),
+    (V1, _set([1, "OPAT", "repo_modified_operators", "update_repo_operators", 1,
+               "performance_improvement"], "2.60%"),
+     "performance_improvement 2.60% but before/after give 2.53%"),
+    (V1, _set([1, "OPAT", "model_performance_improvement"], "1.31%"), "model_performance_improvement"),
+    (V1, _set([1, "OPAT", "opat_tune_result"], "tune maybe"), "unknown tuning result 'tune maybe'"),
+    (V1, _set([0, "basic"], None), "missing the 'basic' section"),
+    (V1, lambda c: c[1]["OPAT"]["repo_modified_operators"]["add_repo_operators"].pop(),
+     "lists 1 add operator(s) but repo_summary.repo_add_num is 2"),
+    (V2, _set(["report_20240315_14300512_140001", 1, "OPAT", "repo_modified_operators", 0,
+               "tune_performance"], {"Tiling": {}}), "unknown mode 'Tiling'"),
+    (SG, _set([1, "SGAT", "repo_modified_subgraphs", "add_repo_subgraphs", 0, "repo_key"], "k-1"),
+     "repo_key: must be a decimal key"),
+]
+
+
+@pytest.mark.parametrize(("name", "change", "message"), BAD)
+def test_a_bad_file_writes_nothing(bank: Bank, tmp_path: Path, name: str, change: Any,
+                                   message: str) -> None:
+    good = FIXTURES / SG if name != SG else FIXTURES / V1
+    bad = _mutated(tmp_path, name, change)
+    with pytest.raises(BankError) as caught:
+        import_paths(bank, [good, bad], "Ascend310")
+    text = str(caught.value)
+    assert str(bad) in text and message in text
+    assert "\n" not in text
+    assert bank.head() == 0
+
+
+def test_not_json_names_the_line(bank: Bank, tmp_path: Path) -> None:
+    broken = tmp_path / "aoe_result_opat_1.json"
+    broken.write_text('[\n  {"basic": {"tuning_name": "x"}},\n  {"OPAT": }\n]')
+    with pytest.raises(BankError, match=r"aoe_result_opat_1\.json: not valid JSON \(line 3"):
+        import_paths(bank, [broken], "Ascend310")
+
+
+def test_result_files_need_a_chip(bank: Bank) -> None:
+    with pytest.raises(BankError, match="--soc-version is required"):
+        import_paths(bank, [FIXTURES / V1], None)
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_import_then_export_gives_back_the_file(bank: Bank, name: str, tmp_path: Path) -> None:
+    import_paths(bank, [FIXTURES / name], "Ascend310")
+    originals = load_result_file(FIXTURES / name)
+    for task, original in zip(bank.tasks(), originals, strict=True):
+        fmt = "sgat" if original.job_type == "sgat" else "opat"
+        exported = task_result(bank, task.task_id, fmt, original.result_format
+                               if original.result_format in ("v1", "v2") else "v2")
+        again_path = tmp_path / name
+        again_path.write_text(json.dumps(exported))
+        (again,) = load_result_file(again_path)
+        assert again.summary == original.summary
+        assert again.status == original.status
+        assert sorted(map(repr, again.ops)) == sorted(map(repr, original.ops))
+        assert again.failed_operators == original.failed_operators
+        assert again.tuning_time_s == original.tuning_time_s
+        assert (again.model_baseline_ms, again.model_result_ms) == (original.model_baseline_ms,
+                                                                    original.model_result_ms)
