@@ -13,8 +13,8 @@ from cli.main import app
 from fixtures.demo_bank import build
 
 runner = CliRunner()
-COMMANDS = sorted(info.name or info.callback.__name__ for info in app.registered_commands
-                  if info.callback is not None)
+COMMANDS = {info.name or info.callback.__name__: info for info in app.registered_commands
+            if info.callback is not None}
 
 
 @pytest.fixture
@@ -32,13 +32,12 @@ def ok(*args: str) -> str:
     return result.output
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_every_command_is_documented(command: str) -> None:
     out = ok(command, "--help")
     assert "Usage:" in out
-    info = next(i for i in app.registered_commands if i.callback and
-                i.callback.__name__ == command)
-    assert info.callback is not None and info.callback.__doc__
+    callback = COMMANDS[command].callback
+    assert callback is not None and callback.__doc__
 
 
 def test_init_creates_and_reports(tmp_path: Path) -> None:
