@@ -20,6 +20,7 @@ from bank.events import (
 )
 from bank.location import BankLocation, prepare_for_write, resolve
 from bank.projection import Policy, Projection, TaskView, info_digest
+from bank.schema import SCHEMA_VERSION
 from bank.store import AppendResult, EventFilter, EventStore, PolicyFilter
 from bank.verify import VerifyReport, rebuild, verify
 
@@ -98,6 +99,9 @@ class Bank:
         elif not store.is_initialised():
             store.close()
             raise BankLocationError(f"{location.describe()}: not a tunebank bank (no events table)")
+        if store.projection_schema() != SCHEMA_VERSION:  # derived by another version: derive again
+            store.reset_projections()
+            rebuild(store)
         return cls(store, location)
 
     def close(self) -> None:

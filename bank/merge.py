@@ -62,7 +62,8 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
     theirs = _by_key(source.store.policies())
     result = target.append([stored.event for stored in source.events()])
     after = _by_key(target.store.policies())
-    report = MergeReport(source=source.location.describe(), added=len(result.appended),
+    report = MergeReport(source=str(source.location.path or source.location.url),
+                         added=len(result.appended),
                          present=len(result.skipped))
     report.policies_changed = sum(1 for key, p in after.items()
                                   if key not in before or before[key].event_id != p.event_id)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""Version of the projection tables. A bank whose checkpoint names another version has its
+projections dropped and rebuilt from the log when opened (the events table is unchanged since
+version 1)."""
 
 
 class EventRow(SQLModel, table=True):

@@ -135,6 +135,22 @@ class EventStore:
             if session.get(MetaRow, "bank_id") is None:
                 session.execute(insert(MetaRow).values(name="bank_id", value=bank_id))
 
+    def projection_schema(self) -> int:
+        """The projection-table version this bank was last derived with."""
+        with self._session() as session:
+            row = session.get(CheckpointRow, CHECKPOINT)
+            return row.schema_version if row else SCHEMA_VERSION
+
+    def reset_projections(self) -> None:
+        """Drop and recreate the projection tables at this version's schema (the log is kept)."""
+        tables = [_table(model) for model in (PolicyRow, TaskRow, TaskKeyRow)]
+        with self._session(write=True) as session:
+            conn = session.connection()
+            SQLModel.metadata.drop_all(conn, tables=tables)
+            SQLModel.metadata.create_all(conn, tables=tables)
+            session.execute(update(CheckpointRow).where(col(CheckpointRow.name) == CHECKPOINT)
+                            .values(last_seq=0, schema_version=SCHEMA_VERSION))
+
     def is_initialised(self) -> bool:
         """Whether the database already holds a bank's tables."""
         with self._session() as session:
