@@ -372,13 +372,6 @@ def _upsert(session: Session, table: type[SQLModel], new: dict[Any, T], old: dic
         session.execute(update(table), updates)
 
 
-def count_rows(store: EventStore, table: type[SQLModel]) -> int:
-    """How many rows ``table`` holds (used by reports and tests)."""
-    with store._session() as session:
-        return int(session.exec(select(func.count()).select_from(table)).one())
-
-
-
 def _table(model: type[SQLModel]) -> Table:
     """The Core table of a model: bulk inserts through it skip the ORM's per-row bookkeeping."""
     table = model.__table__  # type: ignore[attr-defined]

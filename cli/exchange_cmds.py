@@ -50,8 +50,7 @@ def import_(
         from tuner.export import model_resolver
         from tuner.model import parse_input_shapes
 
-        resolve, model_name, model_hash = model_resolver(model, soc_version,
-                                                         parse_input_shapes(input_shape))
+        resolve, model_name, model_hash = model_resolver(model, parse_input_shapes(input_shape))
     with open_bank(db, create=True) as bank:
         report = import_paths(bank, paths, soc_version, resolve, model_name, model_hash)
     if as_json:

@@ -34,7 +34,8 @@ class TuneSelection:
         return op_name in self.op_names or op_type in self.op_types
 
 
-def _read_json(path: Path, option: str) -> dict[str, Any]:
+def read_json(path: Path, option: str) -> dict[str, Any]:
+    """A JSON object from ``path``; errors name ``option`` and the file."""
     try:
         value = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -64,14 +65,14 @@ def load_selection(tuning_config: Path | None, tune_ops_file: Path | None) -> Tu
     types: frozenset[str] = frozenset()
     knobs: dict[str, list[int]] = {}
     if tune_ops_file is not None:
-        data = _read_json(tune_ops_file, "--tune-ops-file")
+        data = read_json(tune_ops_file, "--tune-ops-file")
         where = f"--tune-ops-file: {tune_ops_file}"
         names = _names(data.get("tune_ops_name"), f"{where}: tune_ops_name")
         types = _names(data.get("tune_ops_type"), f"{where}: tune_ops_type")
         if not names and not types:
             raise ConfigError(f"{where}: give tune_ops_name or tune_ops_type")
     if tuning_config is not None:
-        data = _read_json(tuning_config, "--tuning-config")
+        data = read_json(tuning_config, "--tuning-config")
         where = f"--tuning-config: {tuning_config}"
         unknown = set(data) - {"ops_to_tune", "tiling_range", "impl_options"}
         if unknown:

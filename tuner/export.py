@@ -22,7 +22,7 @@ def model_tuning_result(bank: Bank, model: Path, soc_version: str,
                          {g.repo_key: g.op_names for g in plan.groups})
 
 
-def model_resolver(model: Path, soc_version: str | None,
+def model_resolver(model: Path,
                    input_shapes: dict[str, tuple[int, ...]] | None = None) -> tuple[Any, str, str]:
     """For ``bank import --model``: op name -> (repo_key, info_dict, op_type), the model's name
     and content hash. Every operator is keyed, tunable or not, so any name AOE reports resolves."""
@@ -33,5 +33,4 @@ def model_resolver(model: Path, soc_version: str | None,
     for op in loaded.operators:
         info = info_dict(op)
         table[op.name] = (repo_key(info), info, op.op_type)
-    del soc_version  # keys do not depend on the chip
     return table.get, loaded.name, loaded.sha256

@@ -40,7 +40,7 @@ from bank.formats.opat import (
 )
 from bank.store import EventFilter
 from tuner.annotate import annotated_model
-from tuner.config import TuneSelection, load_selection
+from tuner.config import ConfigError, TuneSelection, load_selection, read_json
 from tuner.costmodel import COST_MODEL_VERSION, CostModel
 from tuner.model import load_model
 from tuner.plan import KeyGroup, TunePlan, plan_tune
@@ -161,7 +161,6 @@ class _Run:
     cost: CostModel
     task_id: str
     tuning_name: str
-    model_name: str
     stamp: str
     result_file: Path
     outcomes: TaskOutcomes
@@ -209,9 +208,7 @@ def _check_options(options: TuneOptions) -> None:
 def _read_tuning_result(path: Path | None) -> dict[str, dict[str, Any]]:
     if path is None:
         return {}
-    from tuner.config import ConfigError, _read_json
-
-    data = _read_json(path, "--load-tuning-result")
+    data = read_json(path, "--load-tuning-result")
     table = data.get("op_tuning")
     if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
         raise ConfigError(f"--load-tuning-result: {path}: op_tuning must map op names to objects")
@@ -238,7 +235,7 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
     work_dir = Path(os.environ.get("ASCEND_WORK_PATH") or options.work_dir)
     result_file = work_dir / f"aoe_result_opat_{stamp}_{os.getpid()}.json"
     return _Run(bank=bank, options=options, plan=plan, cost=cost, task_id=task_id,
-                tuning_name=tuning_name, model_name=model_name, stamp=stamp,
+                tuning_name=tuning_name, stamp=stamp,
                 result_file=result_file, outcomes=outcomes, started=time.monotonic())
 
 

@@ -235,14 +235,7 @@ def _opat(path: Path, where: str, report_id: str | None, body: Any, name: str,
         report.ops = [_v2_op(entry, f"{where}.repo_modified_operators[{i}]")
                       for i, entry in enumerate(modified)]
     else:
-        if not isinstance(modified, dict):
-            raise ImportFormatError(f"{where}.repo_modified_operators: must be an object")
-        for kind in ("add", "update"):
-            entries = modified.get(f"{kind}_repo_operators", [])
-            if not isinstance(entries, list):
-                raise ImportFormatError(f"{where}.{kind}_repo_operators: must be a list")
-            report.ops += [_op(e, f"{where}.{kind}_repo_operators[{i}]", kind, 1.0)
-                           for i, e in enumerate(entries)]
+        report.ops = _listed(modified, f"{where}.repo_modified_operators", "operators", 1.0)
     failed = body.get("tuning_failed_operators" if v2 else "tune_failed_operators", [])
     if not isinstance(failed, list) or not all(isinstance(f, str) for f in failed):
         raise ImportFormatError(f"{where}: the failed operators must be a list of op names")
@@ -281,16 +274,22 @@ def _sgat(path: Path, where: str, report_id: str | None, body: Any, name: str,
                             "successful" if time_s is not None else "incomplete",
                             _summary(body.get("repo_summary"), where))
     report.model_baseline_ms, report.model_result_ms = _model_times(body, where)
-    modified = body.get("repo_modified_subgraphs", {})
-    if not isinstance(modified, dict):
-        raise ImportFormatError(f"{where}.repo_modified_subgraphs: must be an object")
-    for kind in ("add", "update"):
-        entries = modified.get(f"{kind}_repo_subgraphs", [])
-        if not isinstance(entries, list):
-            raise ImportFormatError(f"{where}.{kind}_repo_subgraphs: must be a list")
-        report.ops += [_op(e, f"{where}.{kind}_repo_subgraphs[{i}]", kind, 1000.0)
-                       for i, e in enumerate(entries)]
+    report.ops = _listed(body.get("repo_modified_subgraphs", {}), f"{where}.repo_modified_subgraphs",
+                         "subgraphs", 1000.0)
     return report
+
+
+def _listed(modified: Any, where: str, noun: str, scale: float) -> list[ImportedOp]:
+    """The ``add_repo_{noun}`` and ``update_repo_{noun}`` lists of the older layouts."""
+    if not isinstance(modified, dict):
+        raise ImportFormatError(f"{where}: must be an object")
+    ops = []
+    for kind in ("add", "update"):
+        entries = modified.get(f"{kind}_repo_{noun}", [])
+        if not isinstance(entries, list):
+            raise ImportFormatError(f"{where}.{kind}_repo_{noun}: must be a list")
+        ops += [_op(e, f"{where}.{kind}_repo_{noun}[{i}]", kind, scale) for i, e in enumerate(entries)]
+    return ops
 
 
 def _check_counts(where: str, report: ImportedReport) -> None:

@@ -94,6 +94,13 @@ class ReportInfo:
     model_ms: tuple[float, float] | None = None  # baseline, result; else summed from outcomes
     failed_operators: tuple[str, ...] | None = None  # else the outcomes with reason "failed"
 
+    def basic(self) -> dict[str, Any]:
+        """The ``basic`` section: the name, and the time unless the run was interrupted."""
+        basic: dict[str, Any] = {"tuning_name": self.tuning_name}
+        if self.tuning_time_s is not None:
+            basic["tuning_time(s)"] = round(self.tuning_time_s)
+        return basic
+
     def failed(self, outcomes: TaskOutcomes) -> list[str]:
         """The failed operators to list."""
         if self.failed_operators is not None:
@@ -103,9 +110,7 @@ class ReportInfo:
 
 def opat_v2(report_id: str, info: ReportInfo, outcomes: TaskOutcomes) -> dict[str, Any]:
     """The newer format: reports keyed ``report_{ts}_{tid}``, per-operator tune_performance."""
-    basic: dict[str, Any] = {"tuning_name": info.tuning_name}
-    if info.tuning_time_s is not None:
-        basic["tuning_time(s)"] = round(info.tuning_time_s)
+    basic = info.basic()
     modified = []
     for o in outcomes.keys.values():
         if not o.modified or o.before_us is None or o.after_us is None:
@@ -126,9 +131,7 @@ def opat_v2(report_id: str, info: ReportInfo, outcomes: TaskOutcomes) -> dict[st
 
 def opat_v1(info: ReportInfo, outcomes: TaskOutcomes) -> list[dict[str, Any]]:
     """The older list format, with the model's times and add/update lists."""
-    basic: dict[str, Any] = {"tuning_name": info.tuning_name}
-    if info.tuning_time_s is not None:
-        basic["tuning_time(s)"] = round(info.tuning_time_s)
+    basic = info.basic()
     lists: dict[str, list[dict[str, Any]]] = {"add_repo_operators": [], "update_repo_operators": []}
     for o in outcomes.keys.values():
         if not o.modified or o.before_us is None or o.after_us is None:
@@ -155,9 +158,7 @@ def opat_v1(info: ReportInfo, outcomes: TaskOutcomes) -> list[dict[str, Any]]:
 
 def sgat(info: ReportInfo, outcomes: TaskOutcomes) -> list[dict[str, Any]]:
     """A subgraph-tuning result file: per subgraph its repo_key and times in ms."""
-    basic: dict[str, Any] = {"tuning_name": info.tuning_name}
-    if info.tuning_time_s is not None:
-        basic["tuning_time(s)"] = round(info.tuning_time_s)
+    basic = info.basic()
     lists: dict[str, list[dict[str, Any]]] = {"add_repo_subgraphs": [], "update_repo_subgraphs": []}
     for o in outcomes.keys.values():
         if not o.modified or o.before_us is None or o.after_us is None:
