@@ -202,20 +202,21 @@ class Bank:
         return found
 
     def searched_without_gain(self, soc_version: str,
-                              operators: Iterable[tuple[str, dict[str, Any]]]) -> set[str]:
-        """The keys whose search already ended ``unsatisfied`` for lack of gain, in one query.
+                              operators: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, float | None]:
+        """The keys whose search already ended ``unsatisfied`` for lack of gain, in one query,
+        with the default policy's time that search measured.
 
         Such a key has no policy, but the log says searching it found nothing better than the
         default, so a plain re-tune need not measure it again.
         """
         wanted = dict(operators)
-        found = set()
+        found: dict[str, float | None] = {}
         for stored in self.store.outcomes_for_keys(soc_version, EventKind.UNSATISFIED, list(wanted)):
             payload = stored.event.payload
             key = stored.event.repo_key
             if key in wanted and payload.get("reason") == "no_gain" \
                     and payload.get("info_dict") == wanted[key]:
-                found.add(key)
+                found[key] = payload.get("performance_before_us")
         return found
 
     def task(self, task_ref: str, *, exact: bool = False) -> TaskView:

@@ -15,6 +15,7 @@ killed run resumes (``reload``) without measuring recorded keys again.
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import threading
@@ -56,6 +57,7 @@ class TuneError(BankError):
     """A tune cannot start (bad option) or resume."""
 
 
+@functools.cache
 def tool_version() -> str:
     """tunebank's installed version."""
     from importlib.metadata import PackageNotFoundError, version
@@ -259,7 +261,8 @@ def _tune_keys(run: _Run, loaded: dict[str, dict[str, Any]], reporter: Reporter)
         asked = [(g.repo_key, g.info) for g in todo if g.repo_key not in known]
         fruitless = run.bank.searched_without_gain(run.options.soc_version, asked)
         reused = [g for g in todo if g.repo_key in known or g.repo_key in fruitless]
-        _record(run, [o for g in reused for o in _known_outcomes(g, known.get(g.repo_key))])
+        _record(run, [o for g in reused
+                      for o in _known_outcomes(g, known.get(g.repo_key), fruitless.get(g.repo_key))])
         todo = [g for g in todo if g not in reused]
     reporter.start(len(todo), len(run.plan.groups) - len(todo))
     limit = int(os.environ.get(FAULT_ENV, "0") or 0)
@@ -292,11 +295,13 @@ def _outcome(kind: EventKind, group: KeyGroup, **fields: Any) -> Outcome:
                    **fields)
 
 
-def _known_outcomes(group: KeyGroup, stored: Policy | None) -> list[Outcome]:
+def _known_outcomes(group: KeyGroup, stored: Policy | None,
+                    default_us: float | None) -> list[Outcome]:
     """No search: a hit kept as it is, or a key the log says gains nothing over the default."""
     extra = _payload(group, 0)
     if stored is None:
-        return [_outcome(EventKind.UNSATISFIED, group, reason="no_gain", extra=extra)]
+        return [_outcome(EventKind.UNSATISFIED, group, performance_before_us=default_us,
+                         performance_after_us=default_us, reason="no_gain", extra=extra)]
     return [_outcome(EventKind.HIT, group, performance_before_us=_known_time(stored), extra=extra),
             _outcome(EventKind.RESERVED, group, performance_before_us=_known_time(stored),
                      performance_after_us=_known_time(stored), reason="known", extra=extra)]
