@@ -68,8 +68,11 @@ def _from_text(text: str, source: str) -> BankLocation:
         path = Path(text.removeprefix("sqlite:///")).expanduser()
         return BankLocation(f"sqlite:///{path}", path, source)
     scheme = text.split("://", 1)[0]
+    if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
+        return BankLocation("postgresql+psycopg://" + text.split("://", 1)[1], None, source)
     raise BankLocationError(
-        f"{source}: database scheme {scheme!r} is not supported; use a file path or sqlite:///PATH"
+        f"{source}: database scheme {scheme!r} is not supported; use a file path, sqlite:///PATH "
+        "or postgresql://USER@HOST/DB"
     )
 
 

@@ -21,7 +21,7 @@ DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="Bank file or SQLAlchemy URL. Default: env TUNEBANK_DB, else "
+        help="Bank file or URL (sqlite:///PATH, postgresql://USER@HOST/DB). Default: env TUNEBANK_DB, else "
         "$TUNE_BANK_PATH/bank.db, $ASCEND_CACHE_PATH/aoe_data/bank.db, "
         "~/Ascend/latest/data/aoe/custom/bank.db.",
         show_default=False,

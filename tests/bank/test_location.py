@@ -85,3 +85,9 @@ def test_projections_of_an_older_schema_are_rebuilt_on_open(tmp_path: Path) -> N
         assert bank.store.stored_projection() == before
         assert bank.store.projection_schema() == 2
         assert bank.verify().ok
+
+
+def test_postgresql_urls_use_psycopg() -> None:
+    for text in ("postgresql://u@h/db", "postgres://u@h/db", "postgresql+psycopg://u@h/db"):
+        location = resolve(text)
+        assert location.url == "postgresql+psycopg://u@h/db" and location.path is None

@@ -10,7 +10,7 @@ from sqlalchemy.exc import DBAPIError
 
 from bank import Bank, Event, EventKind, OutcomeRuleError, PolicyFilter, StoreError
 from bank.events import GENESIS_HASH, chain_hash
-from tests.conftest import info, oc
+from tests.conftest import backend_url, info, oc
 
 
 def finished_task(bank: Bank, outcomes: list, soc: str = "Ascend310") -> str:
@@ -100,10 +100,9 @@ class TestAppend:
 
     def test_database_refuses_update_and_delete(self, bank: Bank) -> None:
         finished_task(bank, [oc("add", "1")])
-        with bank.store.engine.begin() as conn:
-            for statement in ("UPDATE events SET origin = 'x'", "DELETE FROM events"):
-                with pytest.raises(DBAPIError, match="append-only"):
-                    conn.exec_driver_sql(statement)
+        for statement in ("UPDATE events SET origin = 'x'", "DELETE FROM events"):
+            with pytest.raises(DBAPIError, match="append-only"), bank.store.engine.begin() as conn:
+                conn.exec_driver_sql(statement)
         assert bank.head() == 3
 
 
@@ -175,8 +174,10 @@ class TestProjections:
 
 
 class TestConcurrency:
-    def test_parallel_writers_keep_the_chain(self, tmp_path: Path) -> None:
-        path = str(tmp_path / "shared.db")
+    @pytest.mark.parametrize("kind", ["sqlite-file", "postgresql"])
+    def test_parallel_writers_keep_the_chain(self, kind: str, tmp_path: Path,
+                                             request: pytest.FixtureRequest) -> None:
+        path = backend_url(kind, tmp_path, request)
         Bank.open(path, create=True).close()
         errors: list[BaseException] = []
 

@@ -127,3 +127,20 @@ def test_query_finds_entries_by_what_made_them(tmp_path: Path, monkeypatch: pyte
     assert {p["backend"] for p in simulated} == {"sim"}
     assert {p["origin"].split(":")[0] for p in imported} == {"aoe-file"}
     assert json.loads(ok("query", "--db", "a.db", "--cost-model-version", "sim-0", "--json")) == []
+
+
+def test_a_team_bank_on_postgresql(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   postgres_url: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    first = json.loads(ok("tune", VGG, "--soc-version", "Ascend310", "--db", postgres_url,
+                          "--budget", "16", "--json"))
+    assert first["measurements"] > 0
+    second = json.loads(ok("tune", VGG, "--soc-version", "Ascend310", "--db", postgres_url, "--json"))
+    assert second["measurements"] == 0
+    ok("import", *AOE, "--soc-version", "Ascend310", "--db", postgres_url)
+    ok("tune", VGG, "--soc-version", "Ascend310", "--db", "local.db", "--budget", "32", "--seed", "5")
+    report = json.loads(ok("merge", "local.db", "--db", postgres_url, "--json"))[0]
+    assert report["events_added"] > 0
+    assert ok("verify", "--db", postgres_url).startswith("OK")
+    assert ok("rebuild", "--db", postgres_url)
+    assert ok("verify", "--db", postgres_url).startswith("OK")
