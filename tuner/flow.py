@@ -342,7 +342,8 @@ def _loaded_candidate(group: KeyGroup, loaded: dict[str, dict[str, Any]]) -> tup
 
 def _decide(group: KeyGroup, stored: Policy | None, default_us: float, found_us: float,
             candidate: tuple[int, ...], measurements: int, reason: str | None) -> list[Outcome]:
-    extra = _payload(group, measurements, best_found_us=found_us, default_us=default_us)
+    default = _finite(default_us)
+    extra = _payload(group, measurements, best_found_us=found_us, default_us=default)
     knowledge = group.space.knowledge(candidate)
     mode = tune_mode(group.space, candidate)
     if stored is not None:
@@ -354,16 +355,16 @@ def _decide(group: KeyGroup, stored: Policy | None, default_us: float, found_us:
         return [hit, _outcome(EventKind.RESERVED, group, performance_before_us=_known_time(stored),
                               performance_after_us=_known_time(stored), reason="no_gain", extra=extra)]
     if found_us < default_us:
-        return [_outcome(EventKind.ADD, group, knowledge=knowledge, performance_before_us=default_us,
+        return [_outcome(EventKind.ADD, group, knowledge=knowledge, performance_before_us=default,
                          performance_after_us=found_us, tune_mode=mode, reason=reason, extra=extra)]
-    return [_outcome(EventKind.UNSATISFIED, group, performance_before_us=default_us,
-                     performance_after_us=default_us, reason="no_gain", extra=extra)]
+    return [_outcome(EventKind.UNSATISFIED, group, performance_before_us=default,
+                     performance_after_us=default, reason="no_gain", extra=extra)]
 
 
 def _failed(group: KeyGroup, stored: Policy | None, default_us: float, measurements: int,
             why: str) -> list[Outcome]:
     extra = _payload(group, measurements, error=why)
-    default = default_us if np.isfinite(default_us) else None
+    default = _finite(default_us)
     if stored is not None:
         return [_outcome(EventKind.HIT, group, performance_before_us=_known_time(stored), extra=extra),
                 _outcome(EventKind.RESERVED, group, performance_before_us=_known_time(stored),
@@ -372,9 +373,14 @@ def _failed(group: KeyGroup, stored: Policy | None, default_us: float, measureme
                      performance_after_us=default, reason="failed", extra=extra)]
 
 
+def _finite(value: float) -> float | None:
+    """A time the log can hold: ``None`` for an infeasible (infinite) one."""
+    return value if np.isfinite(value) else None
+
+
 def _known_time(policy: Policy) -> float | None:
     """A stored policy's time, or None when it was imported without one."""
-    return policy.best_us if np.isfinite(policy.best_us) else None
+    return _finite(policy.best_us)
 
 
 def tune_mode(space: SearchSpace, candidate: tuple[int, ...]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -136,8 +137,7 @@ class TestProjections:
     def test_colliding_keys_keep_their_own_policies(self, bank: Bank) -> None:
         task = bank.start_task("Ascend310", tuning_name="t")
         first = oc("add", "9", after=10.0)
-        other = first.__class__(**{**first.__dict__, "info_dict": {"op": "Conv"},
-                                   "performance_after_us": 5.0})
+        other = replace(first, info_dict={"op": "Conv"}, performance_after_us=5.0)
         bank.record(task, [first])
         task2 = bank.start_task("Ascend310", tuning_name="t2")
         bank.record(task2, [other])
