@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import typer
 
 from cli import audit_cmds, exchange_cmds, inspect_cmds, tune_cmds
@@ -25,5 +28,10 @@ app.command()(exchange_cmds.merge)
 
 
 def run() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: the app, with a quiet exit when the reader of stdout goes
+    away (``bank events --json | head``)."""
+    try:
+        app()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)

@@ -81,7 +81,12 @@ def tune(
         tuning_name=tuning_name, result_format=result_format.value, work_dir=Path.cwd(),
         output=output)
     reporter = _progress() if progress_bar == OnOff.on and not as_json else None
-    report = run_tune(lambda: open_bank(db, create=True), options, reporter)
+    try:
+        report = run_tune(lambda: open_bank(db, create=True), options, reporter)
+    except KeyboardInterrupt:
+        typer.echo("bank: interrupted; what was recorded stays, and the same command with "
+                   "--reload continues the task", err=True)
+        raise typer.Exit(130) from None
     if as_json:
         print_json(report.as_json())
     else:
