@@ -15,7 +15,7 @@ from typing import Any
 
 from bank.canonical import xxh64_key
 from bank.events import Event, EventKind
-from bank.formats.aoe_results import ImportedOp, ImportedReport
+from bank.formats.aoe_results import ImportedOp, ImportedReport, ImportFormatError
 
 Resolver = Callable[[str], tuple[str, dict[str, Any], str] | None]
 """op name -> (repo_key, info_dict, op_type) from a model, or None if the model lacks it."""
@@ -76,9 +76,11 @@ def report_events(report: ImportedReport, source: ImportSource,
         "source_file": report.file.name, "source_report": report.report_id,
         "result_format": report.result_format})]
     unresolved = 0
+    used: set[str] = set()
     for kind in ("add", "update"):
         groups, missed = _group([op for op in report.ops if op.kind == kind],
-                                report.summary[f"repo_{kind}_num"], resolve)
+                                report.summary[f"repo_{kind}_num"], resolve, used,
+                                f"{report.file}: {report.report_id or 'OPAT'}")
         unresolved += missed
         for group in groups:
             events += _named(group, kind, event)
@@ -101,20 +103,30 @@ def _key_of(op: ImportedOp, resolve: Resolver | None) -> tuple[str, dict[str, An
     return key, info, op.op_type, resolve is None
 
 
-def _group(ops: Sequence[ImportedOp], count: int,
-           resolve: Resolver | None) -> tuple[list[_Keyed], int]:
+def _group(ops: Sequence[ImportedOp], count: int, resolve: Resolver | None,
+           used: set[str], where: str) -> tuple[list[_Keyed], int]:
+    """One group per outcome the file counts. AOE's own files list one op per outcome; a file
+    listing every op of a shared key (tunebank's) is grouped by the numbers. A key the task has
+    already used (two ops AOE counts apart that the model keys alike) falls back to the op's
+    name, so the derived summary still equals the file's."""
     groups: dict[Any, _Keyed] = {}
     missed = 0
-    for op in ops:
+    for index, op in enumerate(ops):
+        group_id: Any = index
+        if len(ops) != count:
+            group_id = (op.op_type, op.before_us, op.after_us, op.tune_mode, op.repo_key)
+        if group_id in groups:
+            groups[group_id].ops.append(op)
+            continue
         key, info, op_type, resolved = _key_of(op, resolve)
+        if key in used:
+            key, info = name_key(op.op_type, op.name)
+            resolved = False
+            if key in used:
+                raise ImportFormatError(f"{where}: operator {op.name} is listed twice")
+        used.add(key)
         missed += 0 if resolved else 1
-        same_key: Any = key
-        if len(ops) != count:  # a file listing every op of a shared key: group by the numbers
-            same_key = (op.op_type, op.before_us, op.after_us, op.tune_mode, op.repo_key)
-        if same_key in groups:
-            groups[same_key].ops.append(op)
-        else:
-            groups[same_key] = _Keyed(key, info, op_type, [op])
+        groups[group_id] = _Keyed(key, info, op_type, [op])
     return list(groups.values()), missed
 
 

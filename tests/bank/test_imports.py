@@ -148,3 +148,19 @@ def test_import_then_export_gives_back_the_file(bank: Bank, name: str, tmp_path:
         assert again.tuning_time_s == original.tuning_time_s
         assert (again.model_baseline_ms, again.model_result_ms) == (original.model_baseline_ms,
                                                                     original.model_result_ms)
+
+
+def test_ops_the_model_keys_alike_still_count_apart(bank: Bank) -> None:
+    """Two listed ops that resolve to one key keep the file's counts (the second by name)."""
+    def same_key(name: str) -> tuple[str, dict[str, Any], str]:
+        return "42", {"op_type": "StridedSlice"}, "StridedSlice"
+
+    path = FIXTURES / V1
+    (report,) = load_result_file(path)
+    from bank.imports import ImportSource, report_events
+
+    events, unresolved = report_events(report, ImportSource("ab" * 32, "Ascend310"), same_key)
+    bank.append(events)
+    (task,) = bank.tasks()
+    assert task.repo_summary() == report.summary
+    assert unresolved == 3  # every op after the first that took key 42
