@@ -8,10 +8,14 @@ from cli.common import DbOption, JsonOption, open_bank, print_json, user_errors
 
 
 @user_errors
-def init(db: DbOption = None) -> None:
+def init(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Create an empty bank (or report the one already there)."""
     with open_bank(db, create=True) as bank:
-        typer.echo(f"Bank at {bank.location.describe()}: {bank.head()} events, id {bank.bank_id}")
+        where, head = str(bank.location.path or bank.location.url), bank.head()
+        if as_json:
+            print_json({"bank": where, "bank_id": bank.bank_id, "events": head})
+        else:
+            typer.echo(f"Bank at {bank.location.describe()}: {head} events, id {bank.bank_id}")
 
 
 @user_errors

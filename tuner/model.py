@@ -141,6 +141,8 @@ def _operators(proto: Any, path: Path) -> tuple[Operator, ...]:
     for init in graph.initializer:
         infos[init.name] = TensorInfo(init.name, tuple(init.dims), DTYPE_NAMES.get(init.data_type, "unknown"))
     used = {name for node in graph.node for name in node.input} | {o.name for o in graph.output}
+    weights = {init.name for init in graph.initializer}
+    fixable = ", ".join(i.name for i in graph.input if i.name not in weights) or "none"
     operators = []
     for index, node in enumerate(graph.node):
         name = node.name or f"{node.op_type}_{index}"
@@ -151,7 +153,8 @@ def _operators(proto: Any, path: Path) -> tuple[Operator, ...]:
                 continue
             if tensor_name not in infos:
                 raise ModelError(f"{path}: shape of {tensor_name!r} (operator {name}, {node.op_type}) "
-                                 "is unknown; fix the model's inputs with --input-shape")
+                                 f"is unknown; fix the input(s) it depends on with --input-shape "
+                                 f"(model inputs: {fixable})")
             tensors.append(infos[tensor_name])
         n_in = len([t for t in node.input if t])
         attrs = {a.name: _attr_value(helper.get_attribute_value(a)) for a in node.attribute}

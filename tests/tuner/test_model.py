@@ -63,3 +63,20 @@ def test_repeated_blocks_share_keys_and_names_do_not_count() -> None:
                           index=first.index)
     assert repo_key(info_dict(strided)) != repo_key(info_dict(first))
     assert repo_key(info_dict(first)).isdigit()
+
+
+def test_an_operator_whose_shape_stays_unknown(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "s"], ["r"], name="rs"),
+         helper.make_node("Relu", ["r"], ["y"], name="relu")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8]),
+         helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = tmp_path / "runtime_shape.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    with pytest.raises(ModelError, match=r"shape of 'r' \(operator rs, Reshape\) is unknown; .*"
+                                         r"\(model inputs: x, s\)"):
+        load_model(path)
