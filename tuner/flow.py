@@ -393,13 +393,14 @@ def tune_mode(space: SearchSpace, candidate: tuple[int, ...]) -> str:
 
 
 def _write_result_file(run: _Run, status: str, tuning_time: float | None) -> None:
+    """Rewrite the result file: compact while the run goes on, indented once it ends."""
     task = run.bank.task(run.task_id, exact=True)
     info = ReportInfo(run.tuning_name, status, tuning_time, task.repo_summary())
     if run.options.result_format == "v1":
-        write_json_atomic(run.result_file, opat_v1(info, run.outcomes))
+        content: Any = opat_v1(info, run.outcomes)
     else:
-        report_id = f"report_{run.stamp}_{threading.get_native_id()}"
-        write_json_atomic(run.result_file, opat_v2(report_id, info, run.outcomes))
+        content = opat_v2(f"report_{run.stamp}_{threading.get_native_id()}", info, run.outcomes)
+    write_json_atomic(run.result_file, content, pretty=status != "incomplete")
 
 
 def _finish(run: _Run) -> TuneReport:
