@@ -124,6 +124,11 @@ def test_killed_run_resumes_to_the_same_bank(tmp_path: Path) -> None:
         assert task.status == "incomplete"
         recorded = task.add_num + task.unsatisfied_num
     assert recorded == 7
+    (partial,) = tmp_path.glob("aoe_result_opat_*.json")  # rewritten after every key
+    ((_, parts),) = json.loads(partial.read_text()).items()
+    assert "tuning_time(s)" not in parts[0]["basic"]
+    assert parts[1]["OPAT"]["opat_tuning_result"] == "tuning incomplete"
+    assert parts[1]["OPAT"]["repo_summary"]["total_num"] == 7
     resumed = run_tune(killed_db, tmp_path, reload=True, seed=3)
     whole = run_tune(whole_db, tmp_path, seed=3)
     assert resumed.resumed and resumed.task_id == task.task_id
