@@ -22,6 +22,7 @@ import xxhash
 
 from bank.canonical import canonical_json
 from bank.errors import BankError
+from bank.formats.lines import json_object
 from bank.formats.opat import write_json_atomic
 from bank.projection import Policy, info_digest
 
@@ -115,12 +116,7 @@ def _times(path: Path) -> dict[str, Any]:
 
 def _entry(path: Path, number: int, text: str, soc: str, times: Mapping[str, Any]) -> RepoEntry:
     where = f"{path}: line {number}"
-    try:
-        line = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RepoFormatError(f"{where}: not valid JSON ({exc.msg})") from exc
-    if not isinstance(line, dict):
-        raise RepoFormatError(f"{where}: must be a JSON object")
+    line = json_object(path, number, text, RepoFormatError)
     for name in ("info_dict", "knowledge"):
         if not isinstance(line.get(name), dict):
             raise RepoFormatError(f"{where}: field {name} must be an object")

@@ -11,6 +11,7 @@ from typing import IO, Any
 
 from bank.errors import BankError
 from bank.events import GENESIS_HASH, Event, EventKind, StoredEvent, chain_hash, event_id_of
+from bank.formats.lines import json_object
 
 FORMAT = "tunebank-events"
 SCHEMA_VERSION = 1
@@ -55,7 +56,7 @@ def _checked(path: Path) -> Iterator[StoredEvent]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise EventFileError(f"{path}: cannot read ({exc})") from exc
-    header = _json(path, 1, lines[0] if lines else "")
+    header = json_object(path, 1, lines[0] if lines else "", EventFileError)
     if header.get("format") != FORMAT:
         raise EventFileError(f"{path}: line 1: not a tunebank events file")
     if header.get("schema_version") != SCHEMA_VERSION:
@@ -65,7 +66,7 @@ def _checked(path: Path) -> Iterator[StoredEvent]:
     for number, text in enumerate(lines[1:], 2):
         if not text.strip():
             continue
-        stored = _stored(path, number, _json(path, number, text))
+        stored = _stored(path, number, json_object(path, number, text, EventFileError))
         seq += 1
         where = f"{path}: line {number} (seq {stored.seq})"
         content = stored.event.content()
@@ -77,16 +78,6 @@ def _checked(path: Path) -> Iterator[StoredEvent]:
             raise EventFileError(f"{where}: hash does not match the event's content")
         prev = stored.hash
         yield stored
-
-
-def _json(path: Path, number: int, text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EventFileError(f"{path}: line {number}: not valid JSON ({exc.msg})") from exc
-    if not isinstance(value, dict):
-        raise EventFileError(f"{path}: line {number}: must be a JSON object")
-    return value
 
 
 def _stored(path: Path, number: int, row: dict[str, Any]) -> StoredEvent:

@@ -20,16 +20,18 @@ def _bank_with_history(path: Path) -> None:
             bank.finish_task(task)
 
 
-def _tamper(path: Path, statement: str) -> None:
+def _tampered(tmp_path: Path, statement: str) -> Path:
+    """A bank with three finished tasks, changed behind its back by ``statement``."""
+    path = tmp_path / "bank.db"
+    _bank_with_history(path)
     with Bank.open(str(path)) as bank, bank.store.engine.begin() as conn:
         drop_triggers(conn)
         conn.exec_driver_sql(statement)
+    return path
 
 
 def test_changed_payload_is_found(tmp_path: Path) -> None:
-    path = tmp_path / "bank.db"
-    _bank_with_history(path)
-    _tamper(path, "UPDATE events SET payload = replace(payload, '50.0', '5.0') WHERE seq = 8")
+    path = _tampered(tmp_path, "UPDATE events SET payload = replace(payload, '50.0', '5.0') WHERE seq = 8")
     with Bank.open(str(path)) as bank:
         report = bank.verify()
     assert not report.ok
@@ -41,9 +43,7 @@ def test_changed_payload_is_found(tmp_path: Path) -> None:
 
 
 def test_deleted_event_is_found(tmp_path: Path) -> None:
-    path = tmp_path / "bank.db"
-    _bank_with_history(path)
-    _tamper(path, "DELETE FROM events WHERE seq = 4")
+    path = _tampered(tmp_path, "DELETE FROM events WHERE seq = 4")
     with Bank.open(str(path)) as bank:
         report = bank.verify()
     assert report.first_bad_seq == 4
@@ -51,9 +51,7 @@ def test_deleted_event_is_found(tmp_path: Path) -> None:
 
 
 def test_changed_projection_is_found_and_rebuild_repairs_it(tmp_path: Path) -> None:
-    path = tmp_path / "bank.db"
-    _bank_with_history(path)
-    _tamper(path, "UPDATE policy SET best_us = 1.0 WHERE repo_key = '1-1'")
+    path = _tampered(tmp_path, "UPDATE policy SET best_us = 1.0 WHERE repo_key = '1-1'")
     with Bank.open(str(path)) as bank:
         report = bank.verify()
         assert any("policy Ascend310/1-1/" in p for p in report.problems)
@@ -62,9 +60,7 @@ def test_changed_projection_is_found_and_rebuild_repairs_it(tmp_path: Path) -> N
 
 
 def test_forged_summary_is_found(tmp_path: Path) -> None:
-    path = tmp_path / "bank.db"
-    _bank_with_history(path)
-    _tamper(path, "UPDATE task SET add_num = 9")
+    path = _tampered(tmp_path, "UPDATE task SET add_num = 9")
     with Bank.open(str(path)) as bank:
         problems = bank.verify().problems
     assert sum("stored value differs" in p for p in problems) == 3
