@@ -21,13 +21,13 @@ if TYPE_CHECKING:
 
     Array = NDArray[np.float64]
 
-COST_MODEL_VERSION = "sim-1"
+COST_MODEL_VERSION = "sim-2"
 FP16 = 2
 FP32 = 4
 C0 = 16  # fp16 channels per NC1HWC0 block, and the cube's edge
 ND_LOAD_PENALTY = 1.4  # GM->L1 time factor for an ND operand converted on the fly (estimate)
 NCHW_LOAD_PENALTY = 2.0  # GM->L1 time factor for a conv input read channel-strided (estimate)
-CORE_START_US = 0.05  # per extra core a kernel starts on (estimate)
+CORE_START_US = 0.01  # per extra core a kernel starts on (estimate)
 
 
 def _ceil(a: Array | int, b: Array | int) -> Array:
@@ -144,6 +144,7 @@ class CostModel:
             & (m_pad * n_l0 * FP32 * 2 <= soc.l0c_bytes)
             & (2 * (a_l1 + b_l1) <= soc.l1_bytes)
             & (k["batchDim"] * k["nDim"] <= soc.ai_cores)
+            & (k["batchDim"] <= max(w.batch, 1))
             & (k["hoL0"] <= max(w.hout, 1) * 2)
         )
         m_blocks = _ceil(w.hout, k["hoL0"]) * _ceil(w.wout, wo_t)

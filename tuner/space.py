@@ -123,17 +123,27 @@ def conv_space(work: ConvWork, soc: SocSpec) -> SearchSpace:
             ("kBL1", (1, 2, 4, 0)), ("batchDim", splits), ("nDim", splits), ("format", (0, 1)),
             ("unroll", (1, 2, 4))]
     batch_dim = max(v for v in splits if v <= max(1, work.batch))
-    default = {"hoL0": 4, "woL0": min(16, work.wout), "kL0": 4, "nL0": 2, "hoL1": 2, "kAL1": 1,
-               "kBL1": 1, "batchDim": batch_dim, "nDim": 1, "format": 0, "unroll": 1}
+    k_total = math.ceil(work.cin / 16) * 16 * work.kh * work.kw
+    weights_fit = 2 * (k_total * 4 * 16 * 2) <= soc.l1_bytes // 2  # one N tile, double-buffered
+    default = {"hoL0": 4, "woL0": min(16, work.wout), "kL0": 4, "nL0": 4, "hoL1": 2, "kAL1": 1,
+               "kBL1": 0 if weights_fit else 1, "batchDim": batch_dim, "nDim": 1, "format": 0,
+               "unroll": 2}
     knobs, index = _knobs(spec, default, {"format": FORMAT_LABELS["conv"]})
     return SearchSpace("conv", knobs, index)
 
 
 def vector_space(work: VectorWork, soc: SocSpec) -> SearchSpace:
-    """Tile size in elements, double buffering and block dim (cores used)."""
+    """Tile size in elements, double buffering and block dim (cores used). The default double
+    buffers the largest tile up to 4096 elements that fits the UB that way, on as many cores as
+    there are tiles (all of them at most)."""
     dims = tuple(v for v in (1, 2, 4, 8, 16, 24, 32, 48) if v <= soc.vector_cores)
     spec = [("tile", _pow2(256, 65536)), ("doubleBuffer", (0, 1)), ("blockDim", dims)]
-    default = {"tile": 4096, "doubleBuffer": 0, "blockDim": dims[-1]}
+    tiles = _pow2(256, 65536)
+    fits = [t for t in tiles if t <= 4096 and t * 2 * (work.inputs + 1) * 2 <= soc.ub_bytes]
+    tile = fits[-1] if fits else tiles[0]
+    needed = math.ceil(work.elements / tile)  # no more cores than there are tiles
+    default = {"tile": tile, "doubleBuffer": 1 if fits else 0,
+               "blockDim": next((d for d in dims if d >= needed), dims[-1])}
     knobs, index = _knobs(spec, default)
     return SearchSpace("vector", knobs, index)
 

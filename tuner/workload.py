@@ -139,7 +139,8 @@ def _vector(op: Operator) -> VectorWork:
     out_sizes = [_numel(t.shape) for t in op.outputs] or [1]
     elements = max(max(sizes), max(out_sizes))
     bytes_in, bytes_out = 2 * sum(sizes), 2 * sum(out_sizes)  # fp16, as ATC runs by default
-    streams = max(1, len([s for s in sizes if s > 1]))
+    # A copy moves one input at a time; other operators stream every input through the UB.
+    streams = 1 if op.op_type in COPY_OPS else max(1, len([s for s in sizes if s > 1]))
     row, passes, ops = 0, 1, 1.0
     if op.op_type in ELEMENTWISE_OPS:
         ops = ELEMENTWISE_OPS[op.op_type]

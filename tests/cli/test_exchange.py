@@ -121,7 +121,10 @@ def test_query_finds_entries_by_what_made_them(tmp_path: Path, monkeypatch: pyte
     ok("tune", VGG, "--soc-version", "Ascend310", "--db", "a.db", "--budget", "16")
     ok("import", AOE[0], "--soc-version", "Ascend310", "--db", "a.db")
     everything = json.loads(ok("query", "--db", "a.db", "--json"))
-    simulated = json.loads(ok("query", "--db", "a.db", "--cost-model-version", "sim-1", "--json"))
+    from tuner.costmodel import COST_MODEL_VERSION
+
+    simulated = json.loads(ok("query", "--db", "a.db", "--cost-model-version", COST_MODEL_VERSION,
+                              "--json"))
     imported = json.loads(ok("query", "--db", "a.db", "--backend", "aoe", "--json"))
     assert simulated and imported and len(simulated) + len(imported) == len(everything)
     assert {p["backend"] for p in simulated} == {"sim"}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Prints the README's tour: every command run for real in a fresh temporary folder.
+# Usage: bash docs/tour.sh > /tmp/tour.txt   (progress lines of the first tune go to stderr)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+ln -s "$root/fixtures" fixtures
+show() { echo "\$ $*"; "$@" | sed "s|$work/||g"; echo; }
+show bank tune fixtures/models/resnet50.onnx --soc-version Ascend910B2 --db tunebank.db
+show bank tune fixtures/models/resnet50.onnx --soc-version Ascend910B2 --db tunebank.db --progress-bar off
+show bank tasks --db tunebank.db
+task=$(bank tasks --db tunebank.db --json | python -c "import json,sys; print(json.load(sys.stdin)[1]['task_id'][:6])")
+show bank summary "$task" --db tunebank.db --json
+show bank query --db tunebank.db --op-type Gemm
+show bank history --db tunebank.db --op-name n0
+show bank import fixtures/aoe/aoe_result_opat_20240315_14300512_4713.json --soc-version Ascend910B2 --db tunebank.db
+echo "\$ bank tune fixtures/models/vgg19.onnx --soc-version Ascend910B2 --db colleague.db --progress-bar off > /dev/null"
+bank tune fixtures/models/vgg19.onnx --soc-version Ascend910B2 --db colleague.db --progress-bar off > /dev/null
+show bank merge colleague.db --db tunebank.db
+show bank export --format aoe-repo --out banks --db tunebank.db
+show bank verify --db tunebank.db
