@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,8 +14,8 @@ from tuner.costmodel import CostModel
 from tuner.model import load_model
 from tuner.plan import plan_tune
 from tuner.socs import SOCS, UnknownSocError, get_soc
-from tuner.space import matmul_space
-from tuner.workload import MatmulWork
+from tuner.space import matmul_space, space_for
+from tuner.workload import ConvWork, MatmulWork, VectorWork
 
 
 def _random(space, n: int, seed: int = 0) -> np.ndarray:  # type: ignore[no-untyped-def]
@@ -89,3 +90,19 @@ def test_bert_ops_are_all_tunable_types() -> None:
 def test_unknown_soc_lists_the_known_ones() -> None:
     with pytest.raises(UnknownSocError, match="known: Ascend310, Ascend310P3, Ascend910A, Ascend910B2"):
         get_soc("Ascend999")
+
+
+@pytest.mark.parametrize("soc", sorted(SOCS))
+@pytest.mark.parametrize("work", [
+    VectorWork(1, 2, 2, 1, 1, 0, 1),  # a single element
+    VectorWork(10**7, 60 * 2 * 10**7, 2 * 10**7, 60, 1, 0, 1),  # a sum of 60 large tensors
+    VectorWork(10**6, 2 * 10**6, 2 * 10**6, 1, 5, 50_000, 3),  # a softmax row larger than any tile
+    ConvWork(1, 2048, 7, 7, 2048, 7, 7, 3, 3, 1, 1, False),  # weights far larger than L1
+    ConvWork(32, 3, 224, 224, 64, 112, 112, 7, 7, 2, 1, False),  # a batch of 32 images
+    MatmulWork(1, 1, 1, 1, False),
+], ids=["one-element", "sum-of-60", "huge-row", "conv-2048", "conv-batch-32", "matmul-1x1x1"])
+def test_extreme_workloads_have_a_feasible_default(soc: str, work: Any) -> None:
+    spec = SOCS[soc]
+    space = space_for(work, spec)
+    latency = CostModel(spec).evaluate(work, space, np.array([space.default]))
+    assert np.isfinite(latency[0]) and latency[0] > 0
