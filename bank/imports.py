@@ -11,11 +11,15 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bank.canonical import xxh64_key
 from bank.events import Event, EventKind
 from bank.formats.aoe_results import ImportedOp, ImportedReport, ImportFormatError
+
+if TYPE_CHECKING:
+    from bank.api import Bank
+    from bank.formats.aoe_repo import RepoEntry
 
 Resolver = Callable[[str], tuple[str, dict[str, Any], str] | None]
 """op name -> (repo_key, info_dict, op_type) from a model, or None if the model lacks it."""
@@ -182,7 +186,7 @@ class ImportReport:
                 "events_already_present": self.skipped}
 
 
-def import_paths(bank: Any, paths: Sequence[Path], soc_version: str | None,
+def import_paths(bank: Bank, paths: Sequence[Path], soc_version: str | None,
                  resolve: Resolver | None = None, model_name: str | None = None,
                  model_hash: str | None = None) -> ImportReport:
     """Read, validate and append every file in one transaction: all of it or none of it.
@@ -231,7 +235,7 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _tree_events(root: Path, entries: Sequence[Any], soc_version: str | None,
+def _tree_events(root: Path, entries: Sequence[RepoEntry], soc_version: str | None,
                  present: set[str]) -> tuple[list[Event], FileImport]:
     from bank.errors import BankError
 
@@ -257,7 +261,8 @@ def _tree_events(root: Path, entries: Sequence[Any], soc_version: str | None,
     return events, info
 
 
-def _tree_task(root: Path, entries: Sequence[Any], source: ImportSource, task_id: str) -> list[Event]:
+def _tree_task(root: Path, entries: Sequence[RepoEntry], source: ImportSource,
+               task_id: str) -> list[Event]:
     def event(kind: EventKind, payload: dict[str, Any], key: str | None = None,
               op_type: str | None = None) -> Event:
         return Event(kind=kind, soc_version=source.soc_version, task_id=task_id, recorded_at=EPOCH,
