@@ -180,6 +180,8 @@ class TestConcurrency:
         path = backend_url(kind, tmp_path, request)
         Bank.open(path, create=True).close()
         errors: list[BaseException] = []
+        gaps: list[tuple[int, int]] = []
+        done = threading.Event()
 
         def writer(n: int) -> None:
             try:
@@ -189,12 +191,26 @@ class TestConcurrency:
             except (StoreError, OutcomeRuleError) as exc:  # pragma: no cover - reported below
                 errors.append(exc)
 
+        def reader() -> None:
+            """A live reader following the log must never see a later seq before an earlier one."""
+            seen = 0
+            with Bank.open(path) as mine:
+                while not done.is_set() or seen < mine.head():
+                    for stored in mine.events(since=seen):
+                        if stored.seq != seen + 1:
+                            gaps.append((seen, stored.seq))
+                        seen = stored.seq
+
         threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+        follower = threading.Thread(target=reader)
+        follower.start()
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-        assert errors == []
+        done.set()
+        follower.join()
+        assert errors == [] and gaps == []
         with Bank.open(path) as bank:
             assert bank.head() == 4 * 5 * 6
             report = bank.verify()
