@@ -18,7 +18,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-for command in (audit_cmds.init, tune_cmds.tune, tune_cmds.socs, inspect_cmds.tasks,
+for command in (audit_cmds.init, tune_cmds.tune, tune_cmds.plan, tune_cmds.socs, inspect_cmds.tasks,
                 inspect_cmds.summary, inspect_cmds.query,
                 inspect_cmds.history, inspect_cmds.events, audit_cmds.verify, audit_cmds.rebuild):
     app.command()(command)

@@ -143,6 +143,33 @@ def _closing_lines(report: TuneReport) -> None:
 
 
 @user_errors
+def plan(
+    model: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The ONNX model.")],
+    soc_version: Annotated[str, typer.Option("--soc-version", help="Chip to check against.")],
+    input_shape: Annotated[str | None, typer.Option(
+        "--input-shape", help='Fix input shapes: "name:1,3,224,224;other:8,128".')] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show what a model still needs tuned: each key known, known to gain nothing, or new."""
+    from tuner.coverage import coverage
+    from tuner.model import parse_input_shapes
+
+    with open_bank(db) as bank:
+        keys = coverage(bank, model, soc_version, parse_input_shapes(input_shape))
+    if as_json:
+        print_json([k.as_json() for k in keys])
+        return
+    print_table(["repo_key", "op_type", "ops", "status", "best_us", "op_names"],
+                [[k.repo_key, k.op_type, len(k.op_names), k.status, k.best_us,
+                  ", ".join(k.op_names[:3]) + (" ..." if len(k.op_names) > 3 else "")]
+                 for k in keys])
+    new = [k for k in keys if k.status == "new"]
+    typer.echo(f"{len(keys)} keys: {len(keys) - len(new)} known to the bank, {len(new)} to tune "
+               f"({sum(len(k.op_names) for k in new)} operators)")
+
+
+@user_errors
 def socs(as_json: JsonOption = False) -> None:
     """List the chips the sim cost model knows, with their parameters."""
     from tuner.socs import SOCS
@@ -159,4 +186,4 @@ def socs(as_json: JsonOption = False) -> None:
     )
 
 
-__all__ = ["socs", "tune"]
+__all__ = ["plan", "socs", "tune"]

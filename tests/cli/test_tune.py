@@ -71,3 +71,16 @@ def test_socs_lists_every_chip_with_estimates_marked() -> None:
     assert chips["Ascend910B2"]["ai_cores"] == 24 and "ai_cores" not in chips["Ascend910B2"]["estimates"]
     table = runner.invoke(app, ["socs"])
     assert "Ascend910B2" in table.stdout
+
+
+def test_plan_before_and_after_a_tune(tmp_path: Path) -> None:
+    db = str(tmp_path / "b.db")
+    runner.invoke(app, ["init", "--db", db])
+    before = json.loads(runner.invoke(app, ["plan", MODEL, "--soc-version", "Ascend310", "--db", db,
+                                            "--json"]).stdout)
+    assert {k["status"] for k in before} == {"new"} and len(before) == 26
+    runner.invoke(app, ["tune", MODEL, "--soc-version", "Ascend310", "--db", db, "--budget", "16",
+                        "--progress-bar", "off"], catch_exceptions=False)
+    after = runner.invoke(app, ["plan", MODEL, "--soc-version", "Ascend310", "--db", db])
+    assert after.exit_code == 0
+    assert after.stdout.strip().splitlines()[-1].startswith("26 keys: 26 known to the bank, 0 to tune")

@@ -16,6 +16,7 @@ import pytest
 from bank import Bank, BankError
 from tests.tuner.conftest import BERT_SHAPE, MODELS
 from tuner.costmodel import CostModel
+from tuner.coverage import coverage
 from tuner.flow import FAULT_ENV, TuneOptions, TuneReport, tune
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,6 +93,9 @@ def test_next_model_version_measures_only_new_keys(tmp_path: Path,
     run_tune(tmp_path / "b.db", tmp_path, model=v1, input_shapes=BERT_SHAPE)
     with Bank.open(str(tmp_path / "b.db")) as bank:
         with_policy = {p.repo_key for p in bank.policies()}
+        planned = coverage(bank, v2, "Ascend310", BERT_SHAPE)
+    assert {k.repo_key for k in planned if k.status == "new"} == new
+    assert {k.repo_key for k in planned if k.status == "known"} == keys_v2 & with_policy
     second = run_tune(tmp_path / "b.db", tmp_path, model=v2, input_shapes=BERT_SHAPE)
     with Bank.open(str(tmp_path / "b.db")) as bank:
         measured = {s.event.repo_key for s in bank.events()

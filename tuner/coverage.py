@@ -1,0 +1,45 @@
+"""What a model still needs tuned: each of its keys against the bank, without measuring."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bank import Bank
+from tuner.config import TuneSelection
+from tuner.model import load_model
+from tuner.plan import plan_tune
+from tuner.socs import get_soc
+
+
+@dataclass(frozen=True)
+class KeyCoverage:
+    """One key of the model: what the bank knows of it."""
+
+    repo_key: str
+    op_type: str
+    op_names: list[str]
+    status: str  # known | no_gain | new
+    best_us: float | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"repo_key": self.repo_key, "op_type": self.op_type, "op_names": self.op_names,
+                "status": self.status, "best_us": self.best_us}
+
+
+def coverage(bank: Bank, model: Path, soc_version: str,
+             input_shapes: dict[str, tuple[int, ...]] | None = None) -> list[KeyCoverage]:
+    """Every tunable key of ``model``: ``known`` (a policy), ``no_gain`` (searched before, nothing
+    beat the default) or ``new`` (a plain `bank tune` would search it). Two queries in all."""
+    plan = plan_tune(load_model(model, input_shapes), get_soc(soc_version), TuneSelection())
+    asked = [(g.repo_key, g.info) for g in plan.groups]
+    known = bank.lookup(soc_version, asked)
+    fruitless = bank.searched_without_gain(soc_version, [a for a in asked if a[0] not in known])
+    result = []
+    for group in plan.groups:
+        policy = known.get(group.repo_key)
+        status = "known" if policy else "no_gain" if group.repo_key in fruitless else "new"
+        best = policy.best_us if policy and policy.best_us != float("inf") else None
+        result.append(KeyCoverage(group.repo_key, group.op_type, group.op_names, status, best))
+    return result
