@@ -27,7 +27,8 @@ class VerifyReport:
     def ok(self) -> bool:
         return not self.problems
 
-    def _flag(self, seq: int | None, problem: str) -> None:
+    def flag(self, seq: int | None, problem: str) -> None:
+        """Record a problem; ``seq`` (if any) may become the first bad seq."""
         self.problems.append(problem)
         if seq is not None and (self.first_bad_seq is None or seq < self.first_bad_seq):
             self.first_bad_seq = seq
@@ -45,27 +46,27 @@ def check_log(store: EventStore, report: VerifyReport) -> Projection:
             try:
                 projection.apply(stored)
             except OutcomeRuleError as exc:
-                report._flag(stored.seq, f"seq {stored.seq}: breaks the outcome rules: {exc}")
+                report.flag(stored.seq, f"seq {stored.seq}: breaks the outcome rules: {exc}")
             expected_seq, prev, last_seq = stored.seq + 1, stored.hash, stored.seq
     except (BankError, ValueError) as exc:
-        report._flag(last_seq + 1, f"event after seq {last_seq}: cannot be read ({exc})")
+        report.flag(last_seq + 1, f"event after seq {last_seq}: cannot be read ({exc})")
     checkpoint = store.checkpoint()
     if checkpoint != last_seq:
-        report._flag(None, f"projections checkpoint is at seq {checkpoint}, the log ends at {last_seq}")
+        report.flag(None, f"projections checkpoint is at seq {checkpoint}, the log ends at {last_seq}")
     return projection
 
 
 def _check_link(stored: StoredEvent, expected_seq: int, prev: str, report: VerifyReport) -> None:
     seq = stored.seq
     if seq != expected_seq:
-        report._flag(min(seq, expected_seq), f"seq {expected_seq}: missing (next seq found is {seq})")
+        report.flag(min(seq, expected_seq), f"seq {expected_seq}: missing (next seq found is {seq})")
     content = stored.event.content()
     if event_id_of(content) != stored.event_id:
-        report._flag(seq, f"seq {seq}: event_id does not match the event's content")
+        report.flag(seq, f"seq {seq}: event_id does not match the event's content")
     if stored.prev_hash != prev:
-        report._flag(seq, f"seq {seq}: prev_hash does not link to the event before it")
+        report.flag(seq, f"seq {seq}: prev_hash does not link to the event before it")
     if chain_hash(stored.prev_hash, seq, stored.event_id, content) != stored.hash:
-        report._flag(seq, f"seq {seq}: hash does not match the event's content")
+        report.flag(seq, f"seq {seq}: hash does not match the event's content")
 
 
 def compare(replayed: Projection, stored: Projection, report: VerifyReport) -> None:
@@ -82,14 +83,14 @@ def compare(replayed: Projection, stored: Projection, report: VerifyReport) -> N
                 continue
             listed += 1
             if listed > MAX_LISTED:
-                report._flag(None, f"{name}: more differences not listed")
+                report.flag(None, f"{name}: more differences not listed")
                 break
             if key not in have:
-                report._flag(None, f"{name} {_label(key)}: in the log but missing from the bank")
+                report.flag(None, f"{name} {_label(key)}: in the log but missing from the bank")
             elif key not in want:
-                report._flag(None, f"{name} {_label(key)}: in the bank but not derived from the log")
+                report.flag(None, f"{name} {_label(key)}: in the bank but not derived from the log")
             else:
-                report._flag(None, f"{name} {_label(key)}: stored value differs from the log's")
+                report.flag(None, f"{name} {_label(key)}: stored value differs from the log's")
 
 
 def _label(key: object) -> str:
@@ -105,7 +106,7 @@ def verify(store: EventStore) -> VerifyReport:
     for task in replayed.tasks.values():
         if task.finished:
             for problem in task.invariant_problems():
-                report._flag(task.last_seq, problem)
+                report.flag(task.last_seq, problem)
     report.tasks = len(replayed.tasks)
     report.policies = len(replayed.policies)
     return report
