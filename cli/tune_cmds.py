@@ -140,6 +140,8 @@ def _closing_lines(report: TuneReport) -> None:
                    + ", ".join(f"{t} x{n}" for t, n in sorted(report.not_tunable.items())))
     if report.failed_operators:
         typer.echo("Failed operators: " + ", ".join(report.failed_operators))
+    for notice in report.notices:
+        typer.echo(f"Note: {notice}")
 
 
 @user_errors

@@ -126,6 +126,7 @@ class TuneReport:
     failed_operators: list[str]
     not_tunable: dict[str, int]
     resumed: bool
+    notices: list[str] = field(default_factory=list)
 
     @property
     def improvement_pct(self) -> float:
@@ -149,7 +150,7 @@ class TuneReport:
             "tuning_result_file": str(self.tuning_result_file),
             "output_model": str(self.output_model) if self.output_model else None,
             "failed_operators": self.failed_operators, "not_tunable": self.not_tunable,
-            "resumed": self.resumed,
+            "resumed": self.resumed, "notices": self.notices,
         }
 
 
@@ -168,6 +169,7 @@ class _Run:
     outcomes: TaskOutcomes
     started: float
     measurements: int = 0
+    notices: list[str] = field(default_factory=list)
 
 
 def tune(bank_opener: Callable[[], Bank], options: TuneOptions,
@@ -220,6 +222,7 @@ def _read_tuning_result(path: Path | None) -> dict[str, dict[str, Any]]:
 def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel,
                model_name: str, model_hash: str, selection: TuneSelection) -> _Run:
     outcomes = TaskOutcomes()
+    notices: list[str] = []
     tuning_name = options.tuning_name or f"{model_name}_{options.soc_version}"
     if options.reload:
         task = _unfinished_task(bank, options.soc_version, model_hash)
@@ -227,6 +230,9 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
         task_id, tuning_name = task.task_id, task.tuning_name or tuning_name
         stamp = _stamp(datetime.fromisoformat(task.started_at.replace("Z", "+00:00")))
     else:
+        for task in _unfinished_tasks(bank, options.soc_version, model_hash)[:1]:
+            notices.append(f"task {task.task_id} of this model is unfinished; "
+                           "--reload would have continued it")
         extra = {"seed": options.seed, "budget": options.budget, "retune": options.retune,
                  "backend": BACKEND, "cost_model_version": COST_MODEL_VERSION,
                  "tool_version": tool_version(), "selected": sorted(selection.op_names)}
@@ -237,8 +243,8 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
     work_dir = Path(os.environ.get("ASCEND_WORK_PATH") or options.work_dir)
     result_file = work_dir / f"aoe_result_opat_{stamp}_{os.getpid()}.json"
     return _Run(bank=bank, options=options, plan=plan, cost=cost, task_id=task_id,
-                tuning_name=tuning_name, stamp=stamp,
-                result_file=result_file, outcomes=outcomes, started=time.monotonic())
+                tuning_name=tuning_name, stamp=stamp, result_file=result_file,
+                outcomes=outcomes, started=time.monotonic(), notices=notices)
 
 
 def _stamp(moment: datetime) -> str:
@@ -246,12 +252,17 @@ def _stamp(moment: datetime) -> str:
 
 
 def _unfinished_task(bank: Bank, soc_version: str, model_hash: str) -> TaskView:
-    for task in reversed(bank.tasks()):
-        if task.status == "incomplete" and task.soc_version == soc_version \
-                and task.model_hash == model_hash:
-            return task
+    for task in _unfinished_tasks(bank, soc_version, model_hash):
+        return task
     raise TuneError(f"--reload: no unfinished task for this model on {soc_version}; "
                     "run without --reload to start one")
+
+
+def _unfinished_tasks(bank: Bank, soc_version: str, model_hash: str) -> list[TaskView]:
+    """This model's incomplete tasks on this chip, newest first."""
+    return [task for task in reversed(bank.tasks())
+            if task.status == "incomplete" and task.soc_version == soc_version
+            and task.model_hash == model_hash]
 
 
 def _tune_keys(run: _Run, loaded: dict[str, dict[str, Any]], reporter: Reporter) -> None:
@@ -426,7 +437,7 @@ def _finish(run: _Run) -> TuneReport:
         model_baseline_ms=before_ms, model_result_ms=after_ms, tuning_time_s=elapsed,
         result_file=run.result_file, tuning_result_file=tuning_file, output_model=output_model,
         failed_operators=failed, not_tunable=dict(Counter(op.op_type for op in run.plan.not_tunable)),
-        resumed=run.options.reload)
+        resumed=run.options.reload, notices=run.notices)
 
 
 def _write_output(run: _Run, knowledge: dict[str, dict[str, Any]],

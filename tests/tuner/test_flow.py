@@ -141,6 +141,18 @@ def test_killed_run_resumes_to_the_same_bank(tmp_path: Path) -> None:
     assert resumed.measurements < whole.measurements
 
 
+def test_a_new_run_beside_an_unfinished_task_says_so(tmp_path: Path) -> None:
+    with Bank.open(str(tmp_path / "b.db"), create=True) as bank:
+        from tuner.model import load_model
+
+        digest = load_model(VGG).sha256
+        stale = bank.start_task("Ascend310", tuning_name="stale", model_hash=digest)
+    report = run_tune(tmp_path / "b.db", tmp_path)
+    assert report.notices == [f"task {stale} of this model is unfinished; --reload would have "
+                              "continued it"]
+    assert run_tune(tmp_path / "c.db", tmp_path).notices == []
+
+
 def test_reload_without_an_unfinished_task(tmp_path: Path) -> None:
     with pytest.raises(BankError, match="--reload: no unfinished task"):
         run_tune(tmp_path / "b.db", tmp_path, reload=True)
