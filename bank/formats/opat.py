@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +63,13 @@ class TaskOutcomes:
                 measurements=int(p.get("measurements", 0)),
                 hit=event.kind in (EventKind.UPDATE, EventKind.RESERVED))
 
+    def timed_changes(self) -> Iterator[tuple[KeyOutcome, float, float]]:
+        """The added and updated keys whose times are both known (what result files list), with
+        their times before and after."""
+        for o in self.keys.values():
+            if o.modified and o.before_us is not None and o.after_us is not None:
+                yield o, o.before_us, o.after_us
+
     @property
     def failed_operators(self) -> list[str]:
         return [name for o in self.keys.values() if o.reason == "failed" for name in o.op_names]
@@ -112,12 +119,10 @@ def opat_v2(report_id: str, info: ReportInfo, outcomes: TaskOutcomes) -> dict[st
     """The newer format: reports keyed ``report_{ts}_{tid}``, per-operator tune_performance."""
     basic = info.basic()
     modified = []
-    for o in outcomes.keys.values():
-        if not o.modified or o.before_us is None or o.after_us is None:
-            continue
-        perf = {"performance_after_tune(us)": round(o.after_us, 3),
-                "performance_before_tune(us)": round(o.before_us, 3),
-                "performance_improvement": improvement(o.before_us, o.after_us),
+    for o, before, after in outcomes.timed_changes():
+        perf = {"performance_after_tune(us)": round(after, 3),
+                "performance_before_tune(us)": round(before, 3),
+                "performance_improvement": improvement(before, after),
                 "update_mode": o.kind}
         modified += [{"op_name": name, "op_type": o.op_type,
                       "tune_performance": {o.tune_mode or "Schedule": perf}} for name in o.op_names]
@@ -133,20 +138,15 @@ def opat_v1(info: ReportInfo, outcomes: TaskOutcomes) -> list[dict[str, Any]]:
     """The older list format, with the model's times and add/update lists."""
     basic = info.basic()
     lists: dict[str, list[dict[str, Any]]] = {"add_repo_operators": [], "update_repo_operators": []}
-    for o in outcomes.keys.values():
-        if not o.modified or o.before_us is None or o.after_us is None:
-            continue
+    for o, before, after in outcomes.timed_changes():
         for name in o.op_names:
             lists[f"{o.kind}_repo_operators"].append({
                 "op_name": name, "op_type": o.op_type,
-                "performance_after_tune(us)": round(o.after_us, 3),
-                "performance_before_tune(us)": round(o.before_us, 3),
-                "performance_improvement": improvement(o.before_us, o.after_us)})
-    before, after = info.model_ms or outcomes.model_ms()
+                "performance_after_tune(us)": round(after, 3),
+                "performance_before_tune(us)": round(before, 3),
+                "performance_improvement": improvement(before, after)})
     opat: dict[str, Any] = {
-        "model_baseline_performance(ms)": round(before, 6),
-        "model_performance_improvement": improvement(before, after),
-        "model_result_performance(ms)": round(after, 6),
+        **_model_times(info, outcomes),
         "opat_tune_result": AOE_STATUS_V1[info.status],
         "repo_modified_operators": lists,
         "repo_summary": dict(info.repo_summary),
@@ -160,23 +160,26 @@ def sgat(info: ReportInfo, outcomes: TaskOutcomes) -> list[dict[str, Any]]:
     """A subgraph-tuning result file: per subgraph its repo_key and times in ms."""
     basic = info.basic()
     lists: dict[str, list[dict[str, Any]]] = {"add_repo_subgraphs": [], "update_repo_subgraphs": []}
-    for o in outcomes.keys.values():
-        if not o.modified or o.before_us is None or o.after_us is None:
-            continue
+    for o, before, after in outcomes.timed_changes():
         lists[f"{o.kind}_repo_subgraphs"].append({
-            "performance_after_tune(ms)": round(o.after_us / 1000, 6),
-            "performance_before_tune(ms)": round(o.before_us / 1000, 6),
-            "performance_improvement": improvement(o.before_us, o.after_us),
+            "performance_after_tune(ms)": round(after / 1000, 6),
+            "performance_before_tune(ms)": round(before / 1000, 6),
+            "performance_improvement": improvement(before, after),
             "repo_key": o.repo_key})
-    before, after = info.model_ms or outcomes.model_ms()
     body: dict[str, Any] = {
-        "model_baseline_performance(ms)": round(before, 6),
-        "model_performance_improvement": improvement(before, after),
-        "model_result_performance(ms)": round(after, 6),
+        **_model_times(info, outcomes),
         "repo_modified_subgraphs": lists,
         "repo_summary": dict(info.repo_summary),
     }
     return [{"basic": basic}, {"SGAT": body}]
+
+
+def _model_times(info: ReportInfo, outcomes: TaskOutcomes) -> dict[str, Any]:
+    """The model's time before and after, and AOE's improvement between them."""
+    before, after = info.model_ms or outcomes.model_ms()
+    return {"model_baseline_performance(ms)": round(before, 6),
+            "model_performance_improvement": improvement(before, after),
+            "model_result_performance(ms)": round(after, 6)}
 
 
 def write_json_atomic(path: Path, value: Any, *, pretty: bool = True) -> None:
