@@ -54,12 +54,14 @@ def task_id_of(report: ImportedReport, source: ImportSource) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Keyed:
+    """One listed outcome and the key it is recorded under."""
+
     repo_key: str
     info: dict[str, Any]
     op_type: str | None
-    ops: list[ImportedOp]
+    op: ImportedOp
 
 
 def report_events(report: ImportedReport, source: ImportSource,
@@ -82,12 +84,11 @@ def report_events(report: ImportedReport, source: ImportSource,
     unresolved = 0
     used: set[str] = set()
     for kind in ("add", "update"):
-        groups, missed = _group([op for op in report.ops if op.kind == kind],
-                                report.summary[f"repo_{kind}_num"], resolve, used,
-                                f"{report.file}: {report.report_id or 'OPAT'}")
+        keyed, missed = _keyed([op for op in report.ops if op.kind == kind], resolve, used,
+                               f"{report.file}: {report.report_id or 'OPAT'}")
         unresolved += missed
-        for group in groups:
-            events += _named(group, kind, event)
+        for item in keyed:
+            events += _named(item, kind, event)
     events += _anonymous(report, event)
     if report.status != "incomplete":
         events.append(event(EventKind.TASK_FINISHED, {
@@ -107,21 +108,14 @@ def _key_of(op: ImportedOp, resolve: Resolver | None) -> tuple[str, dict[str, An
     return key, info, op.op_type, resolve is None
 
 
-def _group(ops: Sequence[ImportedOp], count: int, resolve: Resolver | None,
-           used: set[str], where: str) -> tuple[list[_Keyed], int]:
-    """One group per outcome the file counts. AOE's own files list one op per outcome; a file
-    listing every op of a shared key (tunebank's) is grouped by the numbers. A key the task has
-    already used (two ops AOE counts apart that the model keys alike) falls back to the op's
-    name, so the derived summary still equals the file's."""
-    groups: dict[Any, _Keyed] = {}
+def _keyed(ops: Sequence[ImportedOp], resolve: Resolver | None, used: set[str],
+           where: str) -> tuple[list[_Keyed], int]:
+    """The key of every listed outcome, and how many names the model could not resolve. A key
+    the task has already used (two ops AOE counts apart that the model keys alike) falls back
+    to the op's name, so the derived summary still equals the file's."""
+    keyed = []
     missed = 0
-    for index, op in enumerate(ops):
-        group_id: Any = index
-        if len(ops) != count:
-            group_id = (op.op_type, op.before_us, op.after_us, op.tune_mode, op.repo_key)
-        if group_id in groups:
-            groups[group_id].ops.append(op)
-            continue
+    for op in ops:
         key, info, op_type, resolved = _key_of(op, resolve)
         if key in used:
             key, info = name_key(op.op_type, op.name)
@@ -130,22 +124,21 @@ def _group(ops: Sequence[ImportedOp], count: int, resolve: Resolver | None,
                 raise ImportFormatError(f"{where}: operator {op.name} is listed twice")
         used.add(key)
         missed += 0 if resolved else 1
-        groups[group_id] = _Keyed(key, info, op_type, [op])
-    return list(groups.values()), missed
+        keyed.append(_Keyed(key, info, op_type, op))
+    return keyed, missed
 
 
-def _named(group: _Keyed, kind: str, event: Callable[..., Event]) -> list[Event]:
-    first = group.ops[0]
-    common = {"info_dict": group.info, "backend": "aoe",
-              "op_names": [op.name or group.repo_key for op in group.ops]}
-    outcome = {**common, "knowledge": {}, "performance_before_us": first.before_us,
-               "performance_after_us": first.after_us, "tune_mode": first.tune_mode,
-               "reason": "imported"}
+def _named(item: _Keyed, kind: str, event: Callable[..., Event]) -> list[Event]:
+    op = item.op
+    common = {"info_dict": item.info, "backend": "aoe", "op_names": [op.name or item.repo_key]}
+    outcome = {**common, "knowledge": {}, "performance_before_us": op.before_us,
+               "performance_after_us": op.after_us, "tune_mode": op.tune_mode,
+               "performance_unknown": True if op.after_us is None else None, "reason": "imported"}
     if kind == "add":
-        return [event(EventKind.ADD, outcome, group.repo_key, first.name, group.op_type)]
-    hit = {**common, "performance_before_us": first.before_us}
-    return [event(EventKind.HIT, hit, group.repo_key, first.name, group.op_type),
-            event(EventKind.UPDATE, outcome, group.repo_key, first.name, group.op_type)]
+        return [event(EventKind.ADD, outcome, item.repo_key, op.name, item.op_type)]
+    hit = {**common, "performance_before_us": op.before_us}
+    return [event(EventKind.HIT, hit, item.repo_key, op.name, item.op_type),
+            event(EventKind.UPDATE, outcome, item.repo_key, op.name, item.op_type)]
 
 
 def _anonymous(report: ImportedReport, event: Callable[..., Event]) -> list[Event]:

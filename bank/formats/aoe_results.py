@@ -29,13 +29,14 @@ class ImportFormatError(BankError):
 
 @dataclass(frozen=True)
 class ImportedOp:
-    """One operator (or subgraph) a result file names as added or updated; times in µs."""
+    """One operator (or subgraph) a result file names as added or updated; times in µs
+    (``None`` where the file leaves a time out, as tunebank does for a time it never knew)."""
 
     kind: str  # add | update
     name: str | None
     op_type: str | None
-    before_us: float
-    after_us: float
+    before_us: float | None
+    after_us: float | None
     tune_mode: str | None = None
     repo_key: str | None = None  # SGAT files give it
 
@@ -138,7 +139,9 @@ def _percent(value: Any, where: str) -> float:
     return float(value.strip().rstrip("%"))
 
 
-def _check_improvement(stated: Any, before: float, after: float, where: str) -> None:
+def _check_improvement(stated: Any, before: float | None, after: float | None, where: str) -> None:
+    if before is None or after is None:  # an unknown time has no improvement to check
+        return
     claimed = _percent(stated, f"{where}.performance_improvement")
     if after <= 0:
         return
@@ -199,9 +202,8 @@ def _op(entry: Any, where: str, kind: str, scale: float, mode: str | None = None
     if not isinstance(entry, dict):
         raise ImportFormatError(f"{where}: must be an object")
     unit = "us" if scale == 1 else "ms"
-    before = _number(entry.get(f"performance_before_tune({unit})"),
-                     f"{where}.performance_before_tune({unit})")
-    after = _number(entry.get(f"performance_after_tune({unit})"), f"{where}.performance_after_tune({unit})")
+    before, after = (_optional_time(entry, f"performance_{when}_tune({unit})", where)
+                     for when in ("before", "after"))
     _check_improvement(entry.get("performance_improvement"), before, after, where)
     name = entry.get("op_name")
     op_type = entry.get("op_type")
@@ -212,8 +214,17 @@ def _op(entry: Any, where: str, kind: str, scale: float, mode: str | None = None
         raise ImportFormatError(f"{where}.repo_key: must be a decimal key, not {key!r}")
     if scale == 1 and (not isinstance(name, str) or not name):
         raise ImportFormatError(f"{where}.op_name: must be a non-empty string")
-    return ImportedOp(kind, name, op_type if isinstance(op_type, str) else None, before * scale,
-                      after * scale, mode, str(key) if key is not None else None)
+    return ImportedOp(kind, name, op_type if isinstance(op_type, str) else None,
+                      None if before is None else before * scale,
+                      None if after is None else after * scale, mode,
+                      str(key) if key is not None else None)
+
+
+def _optional_time(entry: dict[str, Any], name: str, where: str) -> float | None:
+    """A listed time: AOE always writes it; tunebank leaves out a time it does not know."""
+    if name not in entry:
+        return None
+    return _number(entry[name], f"{where}.{name}")
 
 
 def _opat(path: Path, where: str, report_id: str | None, body: Any, name: str,
@@ -261,7 +272,7 @@ def _v2_op(entry: Any, where: str) -> ImportedOp:
         found.append(op)
     if len({op.kind for op in found}) > 1:
         raise ImportFormatError(f"{where}: its modes disagree on update_mode")
-    return min(found, key=lambda op: op.after_us)
+    return min(found, key=lambda op: math.inf if op.after_us is None else op.after_us)
 
 
 def _sgat(path: Path, where: str, report_id: str | None, body: Any, name: str,
@@ -293,12 +304,11 @@ def _listed(modified: Any, where: str, noun: str, scale: float) -> list[Imported
 
 
 def _check_counts(where: str, report: ImportedReport) -> None:
+    """Each list names exactly the outcomes its summary counts: one entry per added or updated
+    policy (tunebank writes one per key, as AOE does), so a list that disagrees is a bad file."""
     for kind in ("add", "update"):
-        named = [op for op in report.ops if op.kind == kind]
+        listed = sum(1 for op in report.ops if op.kind == kind)
         count = report.summary[f"repo_{kind}_num"]
-        if len(named) == count:
-            continue
-        groups = {(op.op_type, op.before_us, op.after_us, op.tune_mode, op.repo_key) for op in named}
-        if len(groups) != count:  # tunebank's own files list every op of a shared key
-            raise ImportFormatError(f"{where}: lists {len(named)} {kind} operator(s) but "
-                                    f"repo_summary.repo_{kind}_num is {count}")
+        if listed != count:
+            raise ImportFormatError(f"{where} ({report.tuning_name}): lists {listed} {kind} "
+                                    f"operator(s) but repo_summary.repo_{kind}_num is {count}")

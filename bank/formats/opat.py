@@ -63,12 +63,11 @@ class TaskOutcomes:
                 measurements=int(p.get("measurements", 0)),
                 hit=event.kind in (EventKind.UPDATE, EventKind.RESERVED))
 
-    def timed_changes(self) -> Iterator[tuple[KeyOutcome, float, float]]:
-        """The added and updated keys whose times are both known (what result files list), with
-        their times before and after."""
-        for o in self.keys.values():
-            if o.modified and o.before_us is not None and o.after_us is not None:
-                yield o, o.before_us, o.after_us
+    def changes(self) -> Iterator[KeyOutcome]:
+        """The added and updated keys, in the order recorded. A result file lists each once,
+        under its first operator's name, so its lists have as many entries as repo_summary
+        counts."""
+        return (o for o in self.keys.values() if o.modified)
 
     @property
     def failed_operators(self) -> list[str]:
@@ -83,6 +82,20 @@ class TaskOutcomes:
             before += start * len(o.op_names)
             after += end * len(o.op_names)
         return before / 1000, after / 1000
+
+
+def perf_fields(before_us: float | None, after_us: float | None, unit: str = "us") -> dict[str, Any]:
+    """The time fields of one listed entry in ``unit`` (us or ms). A time the log does not know
+    (an entry imported without one) is left out, and the improvement with it: never invented."""
+    scale, digits = (1.0, 3) if unit == "us" else (1000.0, 6)
+    fields: dict[str, Any] = {}
+    if after_us is not None:
+        fields[f"performance_after_tune({unit})"] = round(after_us / scale, digits)
+    if before_us is not None:
+        fields[f"performance_before_tune({unit})"] = round(before_us / scale, digits)
+    if before_us is not None and after_us is not None:
+        fields["performance_improvement"] = improvement(before_us, after_us)
+    return fields
 
 
 def improvement(before: float, after: float) -> str:
@@ -119,13 +132,10 @@ def opat_v2(report_id: str, info: ReportInfo, outcomes: TaskOutcomes) -> dict[st
     """The newer format: reports keyed ``report_{ts}_{tid}``, per-operator tune_performance."""
     basic = info.basic()
     modified = []
-    for o, before, after in outcomes.timed_changes():
-        perf = {"performance_after_tune(us)": round(after, 3),
-                "performance_before_tune(us)": round(before, 3),
-                "performance_improvement": improvement(before, after),
-                "update_mode": o.kind}
-        modified += [{"op_name": name, "op_type": o.op_type,
-                      "tune_performance": {o.tune_mode or "Schedule": perf}} for name in o.op_names]
+    for o in outcomes.changes():
+        perf = {**perf_fields(o.before_us, o.after_us), "update_mode": o.kind}
+        modified.append({"op_name": o.op_names[0], "op_type": o.op_type,
+                         "tune_performance": {o.tune_mode or "Schedule": perf}})
     opat: dict[str, Any] = {"opat_tuning_result": AOE_STATUS_V2[info.status],
                             "repo_modified_operators": modified,
                             "repo_summary": dict(info.repo_summary)}
@@ -138,13 +148,9 @@ def opat_v1(info: ReportInfo, outcomes: TaskOutcomes) -> list[dict[str, Any]]:
     """The older list format, with the model's times and add/update lists."""
     basic = info.basic()
     lists: dict[str, list[dict[str, Any]]] = {"add_repo_operators": [], "update_repo_operators": []}
-    for o, before, after in outcomes.timed_changes():
-        for name in o.op_names:
-            lists[f"{o.kind}_repo_operators"].append({
-                "op_name": name, "op_type": o.op_type,
-                "performance_after_tune(us)": round(after, 3),
-                "performance_before_tune(us)": round(before, 3),
-                "performance_improvement": improvement(before, after)})
+    for o in outcomes.changes():
+        lists[f"{o.kind}_repo_operators"].append({
+            "op_name": o.op_names[0], "op_type": o.op_type, **perf_fields(o.before_us, o.after_us)})
     opat: dict[str, Any] = {
         **_model_times(info, outcomes),
         "opat_tune_result": AOE_STATUS_V1[info.status],
@@ -160,12 +166,9 @@ def sgat(info: ReportInfo, outcomes: TaskOutcomes) -> list[dict[str, Any]]:
     """A subgraph-tuning result file: per subgraph its repo_key and times in ms."""
     basic = info.basic()
     lists: dict[str, list[dict[str, Any]]] = {"add_repo_subgraphs": [], "update_repo_subgraphs": []}
-    for o, before, after in outcomes.timed_changes():
-        lists[f"{o.kind}_repo_subgraphs"].append({
-            "performance_after_tune(ms)": round(after / 1000, 6),
-            "performance_before_tune(ms)": round(before / 1000, 6),
-            "performance_improvement": improvement(before, after),
-            "repo_key": o.repo_key})
+    for o in outcomes.changes():
+        lists[f"{o.kind}_repo_subgraphs"].append({**perf_fields(o.before_us, o.after_us, "ms"),
+                                                  "repo_key": o.repo_key})
     body: dict[str, Any] = {
         **_model_times(info, outcomes),
         "repo_modified_subgraphs": lists,

@@ -98,6 +98,15 @@ BAD = [
     (V1, _set([0, "basic"], None), "missing the 'basic' section"),
     (V1, lambda c: c[1]["OPAT"]["repo_modified_operators"]["add_repo_operators"].pop(),
      "lists 1 add operator(s) but repo_summary.repo_add_num is 2"),
+    (V1, lambda c: c[1]["OPAT"]["repo_modified_operators"]["add_repo_operators"].append(
+        dict(c[1]["OPAT"]["repo_modified_operators"]["add_repo_operators"][0], op_name="slice_11")),
+     "(resnet_tune): lists 3 add operator(s) but repo_summary.repo_add_num is 2"),
+    (V1, lambda c: c[1]["OPAT"]["repo_modified_operators"]["update_repo_operators"].pop(),
+     "lists 1 update operator(s) but repo_summary.repo_update_num is 2"),
+    (V2, lambda c: c["report_20240315_14300512_140001"][1]["OPAT"]["repo_modified_operators"].append(
+        c["report_20240315_14300512_140001"][1]["OPAT"]["repo_modified_operators"][0]),
+     "report_20240315_14300512_140001 (bert_tune): lists 20 add operator(s) but "
+     "repo_summary.repo_add_num is 19"),
     (V2, _set(["report_20240315_14300512_140001", 1, "OPAT", "repo_modified_operators", 0,
                "tune_performance"], {"Tiling": {}}), "unknown mode 'Tiling'"),
     (SG, _set([1, "SGAT", "repo_modified_subgraphs", "add_repo_subgraphs", 0, "repo_key"], "k-1"),
@@ -164,3 +173,23 @@ def test_ops_the_model_keys_alike_still_count_apart(bank: Bank) -> None:
     (task,) = bank.tasks()
     assert task.repo_summary() == report.summary
     assert unresolved == 3  # every op after the first that took key 42
+
+
+def test_an_entry_without_times_is_listed_without_them(bank: Bank, tmp_path: Path) -> None:
+    """A key imported with no time is still listed (the counts stay exact), its times left out."""
+    from bank import EventKind, Outcome
+
+    task = bank.start_task("Ascend310", tuning_name="tree", search_mode="ga")
+    bank.record(task, [Outcome(EventKind.ADD, "7", op_name="Conv_1", op_type="Conv",
+                               info_dict={"k": 7}, knowledge={}, extra={"performance_unknown": True})])
+    bank.finish_task(task)
+    for result_format in ("v1", "v2"):
+        path = tmp_path / f"aoe_result_opat_20260101120000000_{result_format}.json"
+        path.write_text(json.dumps(task_result(bank, task, "opat", result_format)))
+        (report,) = load_result_file(path)
+        (op,) = report.ops
+        assert (op.name, op.kind, op.before_us, op.after_us) == ("Conv_1", "add", None, None)
+        with Bank.open("sqlite://", create=True) as other:
+            import_paths(other, [path], "Ascend310")
+            (policy,) = other.policies()
+            assert policy.best_us == float("inf") and other.verify().ok
