@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -78,7 +79,7 @@ def tune(
         retune=retune, reload=reload, input_shapes=parse_input_shapes(input_shape),
         tuning_config=tuning_config, tune_ops_file=tune_ops_file,
         load_tuning_result=load_tuning_result, noise=noise, run_loop=run_loop,
-        tuning_name=tuning_name, result_format=result_format.value, work_dir=Path.cwd(),
+        tuning_name=tuning_name, result_format=result_format.value, work_dir=result_folder(),
         output=output)
     reporter = _progress() if progress_bar == OnOff.on and not as_json else None
     try:
@@ -91,6 +92,11 @@ def tune(
         print_json(report.as_json())
     else:
         _closing_lines(report)
+
+
+def result_folder() -> Path:
+    """Where AOE writes its result files: $ASCEND_WORK_PATH, else the working folder."""
+    return Path(os.environ.get("ASCEND_WORK_PATH") or Path.cwd())
 
 
 def _progress() -> Reporter:

@@ -3,18 +3,63 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
 from bank import Bank, EventKind, Outcome
 from tests.postgres import Cluster, server_bin
+from tests.repo_guard import RepoSnapshot
 
 BACKENDS = ["sqlite-file", "sqlite-memory", "postgresql"]
 PG_ENV = "TUNEBANK_TEST_PG_URL"  # an existing server to use instead of starting one
+CALLER_ENV = ("TUNEBANK_DB", "TUNE_BANK_PATH", "ASCEND_WORK_PATH", "ASCEND_CACHE_PATH")
+"""What an AOE user's shell sets and tunebank reads: cleared for every test."""
+
+# Deterministic property tests that write nothing in the repo folder: no example database, and
+# hypothesis's own caches in a temporary folder removed at the end.
+settings.register_profile("tunebank", database=None, derandomize=True)
+settings.load_profile("tunebank")
+_HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="tunebank-hypothesis-")
+set_hypothesis_home_dir(_HYPOTHESIS_HOME)
+_SNAPSHOT: RepoSnapshot | None = None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    global _SNAPSHOT
+    _SNAPSHOT = RepoSnapshot.take()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if it left, removed or changed any file in the repository folder."""
+    shutil.rmtree(_HYPOTHESIS_HOME, ignore_errors=True)
+    if _SNAPSHOT is None:
+        return
+    changed = _SNAPSHOT.changes()
+    if changed:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"the tests changed the repository folder: {', '.join(changed[:10])}",
+                                red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(autouse=True)
+def hermetic(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Every test runs as on a machine with no AOE set-up: the variables an AOE user has set are
+    cleared, HOME is an empty folder and the working folder a fresh one, so nothing the caller
+    has set is read and nothing lands in the repository."""
+    for name in CALLER_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path_factory.mktemp("home")))
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
 
 
 @pytest.fixture(scope="session")

@@ -240,8 +240,7 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
                                   model_name=model_name, model_hash=model_hash, job_type="opat",
                                   search_mode=options.mode, extra=extra)
         stamp = _stamp(datetime.now())
-    work_dir = Path(os.environ.get("ASCEND_WORK_PATH") or options.work_dir)
-    result_file = work_dir / f"aoe_result_opat_{stamp}_{os.getpid()}.json"
+    result_file = options.work_dir / f"aoe_result_opat_{stamp}_{os.getpid()}.json"
     return _Run(bank=bank, options=options, plan=plan, cost=cost, task_id=task_id,
                 tuning_name=tuning_name, stamp=stamp, result_file=result_file,
                 outcomes=outcomes, started=time.monotonic(), notices=notices)

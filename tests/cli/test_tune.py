@@ -30,6 +30,19 @@ def test_tune_json_has_the_promised_fields(tmp_path: Path, monkeypatch: pytest.M
     assert json.loads(summary.stdout) == report["repo_summary"]
 
 
+def test_result_files_go_to_ascend_work_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AOE's rule: $ASCEND_WORK_PATH, else the working folder; the bank is not affected."""
+    monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path / "work"))
+    (tmp_path / "work").mkdir()
+    result = runner.invoke(app, ["tune", MODEL, "--soc-version", "Ascend310", "--db",
+                                 str(tmp_path / "b.db"), "--budget", "8", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert Path(report["result_file"]).parent == tmp_path / "work"
+    assert Path(report["tuning_result_file"]) == tmp_path / "work" / "tuning_result.json"
+    assert not list(Path.cwd().iterdir())
+
+
 def test_tune_prints_progress_and_closing_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     result = runner.invoke(app, ["tune", MODEL, "--soc-version", "Ascend310", "--db", "b.db",

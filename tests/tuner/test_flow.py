@@ -226,8 +226,7 @@ def test_a_failed_search_is_unsatisfied_and_fails_the_task(tmp_path: Path,
 
 
 def test_result_files_in_both_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ASCEND_WORK_PATH", str(tmp_path / "work"))
-    report = run_tune(tmp_path / "b.db", tmp_path, output=tmp_path / "out")
+    report = run_tune(tmp_path / "b.db", tmp_path / "work", output=tmp_path / "out")
     assert report.result_file.parent == tmp_path / "work"
     assert report.result_file.name.startswith("aoe_result_opat_")
     content = json.loads(report.result_file.read_text())
