@@ -15,7 +15,7 @@ from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
 from bank import Bank, EventKind, Outcome
-from tests.postgres import Cluster, server_bin
+from tests.postgres import Cluster, no_server_message, server_bin
 from tests.repo_guard import RepoSnapshot
 
 BACKENDS = ["sqlite-file", "sqlite-memory", "postgresql"]
@@ -70,7 +70,10 @@ def postgres_server() -> Iterator[str]:
         return
     bin_dir = server_bin()
     if bin_dir is None:
-        pytest.skip("PostgreSQL server binaries not found (install Debian's postgresql package)")
+        must_fail, why = no_server_message()
+        if must_fail:
+            pytest.fail(f"CI=true: {why}")
+        pytest.skip(why)
     cluster = Cluster(bin_dir)
     cluster.start()
     try:

@@ -10,17 +10,37 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
+PREFIX_ENV = "TUNEBANK_PG_PREFIX"  # where to look for {version}/bin/initdb, as .ci/postgres-server does
+DEFAULT_PREFIX = "/usr/lib/postgresql"
 
-def server_bin() -> Path | None:
-    """The folder holding initdb and pg_ctl, newest version first, or None."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+
+def server_bin(env: Mapping[str, str] | None = None) -> Path | None:
+    """The folder holding initdb and pg_ctl (the newest version), or None.
+
+    Looks under ``$TUNEBANK_PG_PREFIX`` (default Debian's /usr/lib/postgresql), and on PATH
+    only when no prefix is given.
+    """
+    env = os.environ if env is None else env
+    prefix = env.get(PREFIX_ENV) or DEFAULT_PREFIX
+    found = sorted(glob.glob(f"{prefix}/*/bin/initdb"),
                    key=lambda p: int(Path(p).parts[-3]) if Path(p).parts[-3].isdigit() else 0)
     if found:
         return Path(found[-1]).parent
-    initdb = shutil.which("initdb")
+    initdb = None if env.get(PREFIX_ENV) else shutil.which("initdb")
     return Path(initdb).parent if initdb else None
+
+
+def no_server_message(env: Mapping[str, str] | None = None) -> tuple[bool, str]:
+    """What to do without server binaries: (fail, why). Under CI (CI=true) it is a failure."""
+    env = os.environ if env is None else env
+    prefix = env.get(PREFIX_ENV) or DEFAULT_PREFIX
+    in_ci = env.get("CI", "").lower() in ("1", "true", "yes")
+    why = (f"PostgreSQL server binaries not found under {prefix} (install Debian's postgresql "
+           "package; .ci/postgres-server does)")
+    return in_ci, why
 
 
 class Cluster:
