@@ -286,8 +286,9 @@ class Bank:
         """Check the log and the projections (see :func:`bank.verify.verify`)."""
         return verify(self.store)
 
-    def rebuild(self) -> Projection:
-        """Re-derive every projection from the log (see :func:`bank.verify.rebuild`)."""
+    def rebuild(self) -> int:
+        """Re-derive every projection from the log; return the seq they now reflect (see
+        :func:`bank.verify.rebuild`)."""
         return rebuild(self.store)
 
 

@@ -2,16 +2,49 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine, event
+from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
+    from sqlalchemy.exc import DBAPIError
 
 WRITE_OPTION = "tunebank_write"
 WRITER_LOCK = 727_217_001  # the PostgreSQL advisory lock every tunebank writer takes
+BUSY_TIMEOUT_S = 30  # how long SQLite waits for another writer's lock before refusing
+CONNECT_TIMEOUT_S = 10  # how long a PostgreSQL connection may take before it is an error
+SLOW_LOCK_S = 0.5  # write-lock waits longer than this are logged
+# PostgreSQL's codes for a refusal the same transaction may not meet again: serialisation
+# failure, deadlock, lock not available.
+_TRANSIENT_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
+
+log = logging.getLogger("tunebank.store")
+
+
+def describe_url(url: str) -> str:
+    """The database as error messages name it: the file of an SQLite bank, else the URL with any
+    password hidden."""
+    if url.startswith("sqlite:///"):
+        return url.removeprefix("sqlite:///")
+    if url.startswith("sqlite:"):
+        return "in-memory bank"
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def is_transient(exc: DBAPIError) -> bool:
+    """Whether the database refused only for now: SQLite busy or locked, or one of PostgreSQL's
+    serialisation codes. A missing file, a corrupt one or a dead server is not transient."""
+    orig = exc.orig
+    if getattr(orig, "sqlstate", None) in _TRANSIENT_SQLSTATES:
+        return True
+    text = str(orig).lower()
+    return type(orig).__name__ == "OperationalError" and (
+        "database is locked" in text or "database is busy" in text or "database table is locked" in text)
 
 _SQLITE_TRIGGERS = (
     "CREATE TRIGGER IF NOT EXISTS events_refuse_update BEFORE UPDATE ON events "
@@ -21,48 +54,79 @@ _SQLITE_TRIGGERS = (
 )
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, read_only: bool = False) -> Engine:
     """An engine for ``url`` set up so that one writer at a time appends, in commit order.
 
     SQLite: a write transaction starts with ``BEGIN IMMEDIATE`` (it takes the write lock before
-    reading the head of the log, so seq numbers and the hash chain never fork); files use WAL so
-    readers do not wait for writers. In-memory banks share one connection. PostgreSQL: see
-    :func:`_postgres_engine`.
+    reading the head of the log, so seq numbers and the hash chain never fork), waiting up to
+    :data:`BUSY_TIMEOUT_S` for another writer; files use WAL so readers do not wait for writers,
+    and ``synchronous=FULL`` so a committed outcome survives a machine that loses power.
+    ``read_only`` opens the file read-only (for a bank file this user cannot write). In-memory
+    banks share one connection. PostgreSQL: see :func:`_postgres_engine`.
     """
     if url.startswith("postgresql"):
         return _postgres_engine(url)
     in_memory = url in ("sqlite://", "sqlite:///:memory:")
-    kwargs: dict[str, Any] = {"connect_args": {"timeout": 30, "check_same_thread": False}}
+    kwargs: dict[str, Any] = {"connect_args": {"timeout": BUSY_TIMEOUT_S, "check_same_thread": False}}
     if in_memory:
         kwargs["poolclass"] = StaticPool
+    elif read_only:
+        path = url.removeprefix("sqlite:///")
+        url = "sqlite://"
+        kwargs["creator"] = lambda: _sqlite_read_only(path)
     engine = create_engine(url, **kwargs)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # transactions are begun below, not by the driver
+        if in_memory or read_only:
+            return
         cursor = dbapi_conn.cursor()
-        if not in_memory:
+        try:
             cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.close()
+            cursor.execute("PRAGMA synchronous=FULL")
+        finally:
+            cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        write = conn.get_execution_options().get(WRITE_OPTION, False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        if conn.get_execution_options().get(WRITE_OPTION, False):
+            _timed_lock(conn, "BEGIN IMMEDIATE")
+        else:
+            conn.exec_driver_sql("BEGIN")
 
     return engine
+
+
+def _sqlite_read_only(path: str) -> Any:
+    """A read-only connection to an SQLite file (URI ``mode=ro``)."""
+    import sqlite3
+    from urllib.parse import quote
+
+    return sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
+                           check_same_thread=False)
+
+
+def _timed_lock(conn: Connection, statement: str) -> None:
+    """Take the write lock, logging a long wait (how contended a shared bank is)."""
+    started = time.monotonic()
+    conn.exec_driver_sql(statement)
+    waited = time.monotonic() - started
+    log.debug("write lock after %.3f s", waited)
+    if waited > SLOW_LOCK_S:
+        log.info("waited %.1f s for the write lock", waited)
 
 
 def _postgres_engine(url: str) -> Engine:
     """PostgreSQL: a write transaction first takes one advisory lock, so writers append one at a
     time and a reader never sees a later seq commit before an earlier one (no gaps to skip)."""
-    engine = create_engine(url, pool_pre_ping=True)
+    engine = create_engine(url, pool_pre_ping=True,
+                           connect_args={"connect_timeout": CONNECT_TIMEOUT_S})
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         if conn.get_execution_options().get(WRITE_OPTION, False):
-            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({WRITER_LOCK})")
+            _timed_lock(conn, f"SELECT pg_advisory_xact_lock({WRITER_LOCK})")
 
     return engine
 

@@ -24,4 +24,12 @@ class UnknownTaskError(BankError):
 
 
 class StoreError(BankError):
-    """The database refused an operation (locked, read-only, corrupt)."""
+    """The database refused an operation (locked, read-only, corrupt, unreachable).
+
+    ``transient`` marks a refusal that the same transaction may not meet again (a lock held by
+    another writer, a serialisation failure): the store retries those a bounded number of times.
+    """
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient

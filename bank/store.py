@@ -2,12 +2,18 @@
 
 One place opens transactions: :meth:`EventStore._session`. A write takes the database's write lock
 first, so seq numbers are gap-free and in commit order and the hash chain never forks; any error
-rolls the whole batch back and comes out as a :class:`~bank.errors.BankError`.
+rolls the whole batch back and comes out as a :class:`~bank.errors.BankError`. A write the
+database refused for a moment (another writer held the lock past the busy timeout, a
+serialisation failure) is run again from the start, a bounded number of times.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -16,7 +22,7 @@ from sqlalchemy import Table, delete, func, insert, inspect, update
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, select
 
-from bank.dialects import WRITE_OPTION, install_triggers, make_engine
+from bank.dialects import WRITE_OPTION, describe_url, install_triggers, is_transient, make_engine
 from bank.errors import StoreError
 from bank.events import GENESIS_HASH, Event, StoredEvent, chain_hash
 from bank.projection import Policy, PolicyKey, Projection, TaskView
@@ -40,6 +46,11 @@ from bank.schema import (
 
 CHECKPOINT = "projections"
 _CHUNK = 500  # values per IN (...) list, well under every database's parameter limit
+RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
+"""Seconds to wait (times 1 to 2, at random) before each new attempt of a refused write; each
+attempt has already waited out the database's own busy timeout."""
+
+log = logging.getLogger("tunebank.store")
 
 T = TypeVar("T")
 
@@ -99,9 +110,11 @@ class EventStore:
         url: an SQLAlchemy URL (``sqlite:///path/bank.db``, ``sqlite://`` for memory).
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.url = url
-        self.engine = make_engine(url)
+        self.where = describe_url(url)
+        self.engine = make_engine(url, read_only=read_only)
+        self._pinned = threading.local()
 
     def close(self) -> None:
         """Release the database connections."""
@@ -111,6 +124,10 @@ class EventStore:
 
     @contextmanager
     def _session(self, write: bool = False) -> Iterator[Session]:
+        pinned: Session | None = getattr(self._pinned, "session", None)
+        if pinned is not None and not write:  # inside snapshot(): every read sees one state
+            yield pinned
+            return
         try:
             with self.engine.connect() as conn:
                 if write:
@@ -118,22 +135,61 @@ class EventStore:
                 with conn.begin(), Session(bind=conn) as session:
                     yield session
         except DBAPIError as exc:
-            reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc)
-            raise StoreError(f"database {self.url}: {reason}") from exc
+            reason = str(exc.orig).splitlines()[0] if exc.orig else str(exc).splitlines()[0]
+            raise StoreError(f"database {self.where}: {reason}", transient=is_transient(exc)) from exc
         except SQLAlchemyError as exc:
-            raise StoreError(f"database {self.url}: {exc}") from exc
+            raise StoreError(f"database {self.where}: {str(exc).splitlines()[0]}") from exc
 
-    def initialise(self, bank_id: str) -> None:
-        """Create the tables, the append-only triggers, the checkpoint and the bank's id, if missing."""
-        with self._session(write=True) as session:
+    def _write(self, work: Callable[[Session], T]) -> T:
+        """Run ``work`` in one write transaction, again from the start if the database refused it
+        for a moment (see :data:`RETRY_DELAYS`); any other error, or the last refusal, is raised."""
+        for attempt, delay in enumerate((*RETRY_DELAYS, None), 1):
+            try:
+                with self._session(write=True) as session:
+                    return work(session)
+            except StoreError as exc:
+                if not exc.transient:
+                    raise
+                if delay is None:
+                    raise StoreError(f"{exc} (gave up after {attempt} attempts; another writer "
+                                     "holds the bank)") from exc
+                log.info("write refused (%s); attempt %d again", exc, attempt + 1)
+                time.sleep(delay * (1 + random.random()))
+        raise AssertionError("unreachable")
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read in the block (in this thread) sees the bank as one state, whatever writers
+        commit meanwhile: one read transaction (REPEATABLE READ on PostgreSQL, a WAL read
+        transaction on SQLite)."""
+        if getattr(self._pinned, "session", None) is not None:
+            yield
+            return
+        with self._session(write=False) as session:
+            if session.connection().dialect.name == "postgresql":
+                session.connection().exec_driver_sql(
+                    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            self._pinned.session = session
+            try:
+                yield
+            finally:
+                self._pinned.session = None
+
+    def initialise(self, bank_id: str) -> bool:
+        """Create the tables, the append-only triggers, the checkpoint and the bank's id, unless
+        the database already holds a bank; return whether it was created."""
+        def work(session: Session) -> bool:
             conn = session.connection()
+            if inspect(conn).has_table(EventRow.__tablename__):
+                return False
             SQLModel.metadata.create_all(conn)
             install_triggers(conn)
-            if session.get(CheckpointRow, CHECKPOINT) is None:
-                session.execute(insert(CheckpointRow).values(name=CHECKPOINT, last_seq=0,
-                                                             schema_version=SCHEMA_VERSION))
-            if session.get(MetaRow, "bank_id") is None:
-                session.execute(insert(MetaRow).values(name="bank_id", value=bank_id))
+            session.execute(insert(CheckpointRow).values(name=CHECKPOINT, last_seq=0,
+                                                         schema_version=SCHEMA_VERSION))
+            session.execute(insert(MetaRow).values(name="bank_id", value=bank_id))
+            return True
+
+        return self._write(work)
 
     def projection_schema(self) -> int:
         """The projection-table version this bank was last derived with."""
@@ -144,12 +200,15 @@ class EventStore:
     def reset_projections(self) -> None:
         """Drop and recreate the projection tables at this version's schema (the log is kept)."""
         tables = [_table(model) for model in (PolicyRow, TaskRow, TaskKeyRow)]
-        with self._session(write=True) as session:
+
+        def work(session: Session) -> None:
             conn = session.connection()
             SQLModel.metadata.drop_all(conn, tables=tables)
             SQLModel.metadata.create_all(conn, tables=tables)
             session.execute(update(CheckpointRow).where(col(CheckpointRow.name) == CHECKPOINT)
                             .values(last_seq=0, schema_version=SCHEMA_VERSION))
+
+        self._write(work)
 
     def is_initialised(self) -> bool:
         """Whether the database already holds a bank's tables."""
@@ -176,27 +235,29 @@ class EventStore:
             StoreError: the database refused the write.
         """
         unique = list({event.event_id: event for event in events}.values())
-        with self._session(write=True) as session:
-            present = self._present_ids(session, [event.event_id for event in unique])
-            fresh = [event for event in unique if event.event_id not in present]
-            skipped = tuple(e.event_id for e in events if e.event_id in present)
-            if not fresh:
-                return AppendResult(skipped=skipped)
-            seq, prev = self._head(session)
-            stored = []
-            for event in fresh:
-                seq += 1
-                content = event.content()
-                link = chain_hash(prev, seq, event.event_id, content)
-                stored.append(StoredEvent(seq, event.event_id, event, prev, link))
-                prev = link
-            loaded = self._load_touched(session, fresh)
-            projection = Projection(dict(loaded.policies), dict(loaded.tasks), dict(loaded.key_states))
-            for item in stored:
-                projection.apply(item)
-            session.execute(insert(_table(EventRow)), [event_to_row(item) for item in stored])
-            self._write_projection(session, projection, loaded)
-            self._set_checkpoint(session, seq)
+        return self._write(lambda session: self._append(session, events, unique))
+
+    def _append(self, session: Session, events: Sequence[Event], unique: Sequence[Event]) -> AppendResult:
+        present = self._present_ids(session, [event.event_id for event in unique])
+        fresh = [event for event in unique if event.event_id not in present]
+        skipped = tuple(e.event_id for e in events if e.event_id in present)
+        if not fresh:
+            return AppendResult(skipped=skipped)
+        seq, prev = self._head(session)
+        stored = []
+        for event in fresh:
+            seq += 1
+            content = event.content()
+            link = chain_hash(prev, seq, event.event_id, content)
+            stored.append(StoredEvent(seq, event.event_id, event, prev, link))
+            prev = link
+        loaded = self._load_touched(session, fresh)
+        projection = Projection(dict(loaded.policies), dict(loaded.tasks), dict(loaded.key_states))
+        for item in stored:
+            projection.apply(item)
+        session.execute(insert(_table(EventRow)), [event_to_row(item) for item in stored])
+        self._write_projection(session, projection, loaded)
+        self._set_checkpoint(session, seq)
         return AppendResult(appended=tuple(stored), skipped=skipped)
 
     def head(self) -> tuple[int, str]:
@@ -288,21 +349,29 @@ class EventStore:
             states = {(r.task_id, r.repo_key): r.state for r in session.exec(select(TaskKeyRow))}
         return Projection(policies, tasks, states)
 
-    def replace_projection(self, projection: Projection, last_seq: int) -> None:
-        """Throw the projection tables away and write ``projection`` (derived up to ``last_seq``).
+    def replace_projection(self, projection: Projection, last_seq: int) -> int:
+        """Throw the projection tables away and write ``projection`` (derived up to ``last_seq``),
+        first folding in whatever writers appended since, under the write lock; return the seq
+        the written projection reflects.
 
         Raises:
-            StoreError: events were appended after ``last_seq`` while the projection was derived.
+            OutcomeRuleError: the events after ``last_seq`` cannot be folded in.
         """
-        with self._session(write=True) as session:
-            head, _ = self._head(session)
-            if head != last_seq:
-                raise StoreError(f"the log moved from seq {last_seq} to {head} during the rebuild; "
-                                 "run it again")
+        def work(session: Session) -> int:
+            caught_up = Projection(dict(projection.policies), dict(projection.tasks),
+                                   dict(projection.key_states))
+            head = last_seq
+            later = select(EventRow).where(EventRow.seq > last_seq).order_by(col(EventRow.seq))
+            for row in session.exec(later):
+                caught_up.apply(row_to_event(row))
+                head = row.seq
             for table in (PolicyRow, TaskRow, TaskKeyRow):
                 session.execute(delete(table))
-            self._write_projection(session, projection, _Loaded())
-            self._set_checkpoint(session, last_seq)
+            self._write_projection(session, caught_up, _Loaded())
+            self._set_checkpoint(session, head)
+            return head
+
+        return self._write(work)
 
     # -- helpers ------------------------------------------------------------------------------
 

@@ -99,10 +99,15 @@ def _label(key: object) -> str:
 
 def verify(store: EventStore) -> VerifyReport:
     """Replay the whole log into a scratch projection, compare it with the stored one, and check
-    the hash chain and every finished task's repo_summary invariants."""
+    the hash chain and every finished task's repo_summary invariants.
+
+    Everything is read in one snapshot, so a bank that writers are appending to verifies as the
+    state it was in when the check began.
+    """
     report = VerifyReport()
-    replayed = check_log(store, report)
-    compare(replayed, store.stored_projection(), report)
+    with store.snapshot():
+        replayed = check_log(store, report)
+        compare(replayed, store.stored_projection(), report)
     for task in replayed.tasks.values():
         if task.finished:
             for problem in task.invariant_problems():
@@ -112,8 +117,9 @@ def verify(store: EventStore) -> VerifyReport:
     return report
 
 
-def rebuild(store: EventStore) -> Projection:
-    """Replay the log and replace the stored projections with the result.
+def rebuild(store: EventStore) -> int:
+    """Replay the log and replace the stored projections with the result; return the seq they
+    reflect (events appended during the replay are folded in under the write lock).
 
     Raises:
         BankError: the log cannot be replayed (it breaks the outcome rules or cannot be read).
@@ -123,5 +129,4 @@ def rebuild(store: EventStore) -> Projection:
     for stored in store.iter_events():
         projection.apply(stored)
         last_seq = stored.seq
-    store.replace_projection(projection, last_seq)
-    return projection
+    return store.replace_projection(projection, last_seq)

@@ -46,9 +46,8 @@ def verify(db: DbOption = None, as_json: JsonOption = False) -> None:
 def rebuild(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Throw the projections away and derive them again from the log."""
     with open_bank(db) as bank:
-        projection = bank.rebuild()
-        head = bank.head()
-    counts = {"events": head, "tasks": len(projection.tasks), "policies": len(projection.policies)}
+        head = bank.rebuild()
+        counts = {"events": head, "tasks": len(bank.tasks()), "policies": len(bank.policies())}
     if as_json:
         print_json(counts)
     else:
