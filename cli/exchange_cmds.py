@@ -110,17 +110,17 @@ def _to_output(out: Path | None, write: Any) -> None:
     if out is None:
         write(sys.stdout)
         return
-    tmp = out.with_name(f".{out.name}.tmp")
-    with tmp.open("w", encoding="utf-8", newline="") as handle:
+    from bank.atomic import atomic_file
+
+    with atomic_file(out) as handle:
         write(handle)
-    tmp.replace(out)
 
 
 def _write_json(out: Path | None, value: Any) -> None:
     if out is None:
         print_json(value)
         return
-    from bank.formats.opat import write_json_atomic
+    from bank.atomic import write_json_atomic
 
     write_json_atomic(out, value)
 

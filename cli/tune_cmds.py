@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -39,6 +40,7 @@ class ResultFormat(StrEnum):
 
 @user_errors
 def tune(
+    ctx: typer.Context,
     model: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The ONNX model.")],
     soc_version: Annotated[str, typer.Option("--soc-version", help="Chip to tune for (see `bank socs`).")],
     db: DbOption = None,
@@ -47,7 +49,8 @@ def tune(
         min=1, help="Measurements per operator (default: per mode).")] = None,
     seed: Annotated[int, typer.Option(help="Random seed: same seed, same result.")] = 0,
     retune: Annotated[bool, typer.Option("--retune", help="Search known keys again, warm-started.")] = False,
-    reload: Annotated[bool, typer.Option("--reload", help="Resume this model's unfinished task.")] = False,
+    reload: Annotated[bool, typer.Option(
+        "--reload", help="Resume this model's unfinished task, with its mode, seed and budget.")] = False,
     input_shape: Annotated[str | None, typer.Option(
         "--input-shape", help='Fix input shapes: "name:1,3,224,224;other:8,128".')] = None,
     tuning_config: Annotated[Path | None, typer.Option(
@@ -70,7 +73,7 @@ def tune(
     as_json: JsonOption = False,
 ) -> None:
     """Tune an ONNX model into the bank: known keys are reused, new ones searched and recorded."""
-    from tuner.flow import TuneOptions
+    from tuner.flow import RESUMED, TuneOptions
     from tuner.flow import tune as run_tune
     from tuner.model import parse_input_shapes
 
@@ -80,7 +83,7 @@ def tune(
         tuning_config=tuning_config, tune_ops_file=tune_ops_file,
         load_tuning_result=load_tuning_result, noise=noise, run_loop=run_loop,
         tuning_name=tuning_name, result_format=result_format.value, work_dir=result_folder(),
-        output=output)
+        output=output, given=_given(ctx, RESUMED))
     reporter = _progress() if progress_bar == OnOff.on and not as_json else None
     try:
         report = run_tune(lambda: open_bank(db, create=True), options, reporter)
@@ -92,6 +95,14 @@ def tune(
         print_json(report.as_json())
     else:
         _closing_lines(report)
+
+
+def _given(ctx: typer.Context, names: Iterable[str]) -> frozenset[str]:
+    """The options among ``names`` that the user set, on the command line or through the
+    environment, rather than left at their defaults."""
+    chosen = ("COMMANDLINE", "ENVIRONMENT")  # by name: typer bundles its own copy of click
+    return frozenset(name for name in names
+                     if getattr(ctx.get_parameter_source(name), "name", None) in chosen)
 
 
 def result_folder() -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -33,11 +34,12 @@ def test_main_job_runs_and_a_second_run_measures_nothing(tmp_path: Path) -> None
     argv = shlex.split(main_job.replace("fixtures/", f"{ROOT}/fixtures/"))
     assert argv[0] == "bank"
     command = [sys.executable, "-c", "from cli.main import run; run()", *argv[1:]]
-    first = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout, wherever the package is installed
+    first = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
     assert first.returncode == 0, first.stderr
     assert "process finished. Performance improved by" in first.stdout
-    second = subprocess.run([*command, "--json"], cwd=tmp_path, capture_output=True, text=True,
-                            check=True)
+    second = subprocess.run([*command, "--json"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, check=True)
     report = json.loads(second.stdout)
     assert report["measurements"] == 0
     assert report["repo_summary"]["repo_hit_num"] == report["repo_summary"]["total_num"]

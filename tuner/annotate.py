@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from bank.atomic import write_bytes_atomic
 
 
 def annotated_model(model_path: Path, policies: Mapping[str, tuple[str, dict[str, Any]]],
@@ -23,7 +24,4 @@ def annotated_model(model_path: Path, policies: Mapping[str, tuple[str, dict[str
                                     ("tunebank.policy", json.dumps(knowledge, sort_keys=True))):
                 entry = node.metadata_props.add()
                 entry.key, entry.value = prop_key, value
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".onnx.tmp")
-    onnx.save(proto, str(tmp))
-    os.replace(tmp, target)
+    write_bytes_atomic(target, proto.SerializeToString())

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import functools
 import os
-import signal
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -30,15 +29,9 @@ from typing import Any
 import numpy as np
 
 from bank import Bank, EventKind, Outcome, Policy, TaskView
+from bank.atomic import write_json_atomic
 from bank.errors import BankError
-from bank.formats.opat import (
-    ReportInfo,
-    TaskOutcomes,
-    opat_v1,
-    opat_v2,
-    tuning_result,
-    write_json_atomic,
-)
+from bank.formats.opat import ReportInfo, TaskOutcomes, opat_v1, opat_v2, tuning_result
 from bank.store import EventFilter
 from tuner.annotate import annotated_model
 from tuner.config import ConfigError, TuneSelection, load_selection, read_json
@@ -50,7 +43,9 @@ from tuner.socs import get_soc
 from tuner.space import SearchSpace
 
 BACKEND = "sim"
-FAULT_ENV = "TUNEBANK_FAULT_KILL_AFTER"  # fault injection for tests: SIGKILL after N keys
+RESUMED = {"mode": "search_mode", "seed": "seed", "budget": "budget", "retune": "retune",
+           "noise": "noise", "run_loop": "run_loop"}
+"""The search settings --reload takes from the unfinished task: option -> task_started field."""
 
 
 class TuneError(BankError):
@@ -89,6 +84,9 @@ class TuneOptions:
     result_format: str = "v2"
     work_dir: Path = Path(".")
     output: Path | None = None
+    given: frozenset[str] = frozenset()
+    """The options the user set (not left at their defaults): with ``reload``, one that differs
+    from the unfinished task's setting is an error rather than silently overridden."""
 
 
 class Reporter:
@@ -226,7 +224,9 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
     tuning_name = options.tuning_name or f"{model_name}_{options.soc_version}"
     if options.reload:
         task = _unfinished_task(bank, options.soc_version, model_hash)
-        outcomes.absorb(bank.store.iter_events(EventFilter(task_id=task.task_id)))
+        events = list(bank.store.iter_events(EventFilter(task_id=task.task_id)))
+        options = resumed_options(options, events[0].event.payload)
+        outcomes.absorb(events)
         task_id, tuning_name = task.task_id, task.tuning_name or tuning_name
         stamp = _stamp(datetime.fromisoformat(task.started_at.replace("Z", "+00:00")))
     else:
@@ -234,7 +234,8 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
             notices.append(f"task {task.task_id} of this model is unfinished; "
                            "--reload would have continued it")
         extra = {"seed": options.seed, "budget": options.budget, "retune": options.retune,
-                 "backend": BACKEND, "cost_model_version": COST_MODEL_VERSION,
+                 "noise": options.noise, "run_loop": options.run_loop, "backend": BACKEND,
+                 "cost_model_version": COST_MODEL_VERSION,
                  "tool_version": tool_version(), "selected": sorted(selection.op_names)}
         task_id = bank.start_task(options.soc_version, tuning_name=tuning_name,
                                   model_name=model_name, model_hash=model_hash, job_type="opat",
@@ -244,6 +245,28 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
     return _Run(bank=bank, options=options, plan=plan, cost=cost, task_id=task_id,
                 tuning_name=tuning_name, stamp=stamp, result_file=result_file,
                 outcomes=outcomes, started=time.monotonic(), notices=notices)
+
+
+def resumed_options(options: TuneOptions, started: Mapping[str, Any]) -> TuneOptions:
+    """``options`` with the search settings of the unfinished task (its task_started payload),
+    so the resumed keys are searched exactly as the killed run would have searched them.
+
+    Raises:
+        TuneError: the user set an option to another value than the task's.
+    """
+    if "seed" not in started:  # a task from before tunebank recorded its settings
+        return options
+    recorded: dict[str, Any] = {name: started.get(field) for name, field in RESUMED.items()}
+    recorded["mode"] = recorded["mode"] or options.mode
+    for name, value in recorded.items():
+        if value is None and name != "budget":
+            recorded[name] = getattr(options, name)  # not recorded by that version
+        elif name in options.given and getattr(options, name) != value:
+            flag = "--" + name.replace("_", "-")
+            raise TuneError(f"{flag}: {getattr(options, name)} differs from the unfinished task's "
+                            f"{value if value is not None else 'default'}; leave it out to continue "
+                            "the task as it started")
+    return replace(options, **recorded)
 
 
 def _stamp(moment: datetime) -> str:
@@ -275,14 +298,11 @@ def _tune_keys(run: _Run, loaded: dict[str, dict[str, Any]], reporter: Reporter)
                       for o in _known_outcomes(g, known.get(g.repo_key), fruitless.get(g.repo_key))])
         todo = [g for g in todo if g not in reused]
     reporter.start(len(todo), len(run.plan.groups) - len(todo))
-    limit = int(os.environ.get(FAULT_ENV, "0") or 0)
     for index, group in enumerate(todo, 1):
         reporter.key_started(index, len(todo), group)
         outcomes = _search_key(run, group, known.get(group.repo_key), loaded, reporter)
         _record(run, outcomes)
         reporter.key_done(index, len(todo), group, outcomes[-1])
-        if limit and index >= limit:
-            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _record(run: _Run, outcomes: list[Outcome]) -> None:

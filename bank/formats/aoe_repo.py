@@ -20,10 +20,10 @@ from typing import Any
 
 import xxhash
 
+from bank.atomic import write_json_atomic, write_text_atomic
 from bank.canonical import canonical_json
 from bank.errors import BankError
 from bank.formats.lines import json_object
-from bank.formats.opat import write_json_atomic
 from bank.projection import Policy, info_digest
 
 TIMES_FILE = "tunebank_times.json"
@@ -61,8 +61,7 @@ def write_tree(out: Path, policies: Iterable[Policy], core_num: Mapping[str, int
                                                  "tune_mode": policy.tune_mode,
                                                  "backend": policy.backend}
     for path, lines in by_file.items():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        write_text_atomic(path, "\n".join(lines) + "\n")
     for folder, table in times.items():
         write_json_atomic(folder / TIMES_FILE, {"format": "tunebank-times", "version": 1,
                                                 "entries": table})

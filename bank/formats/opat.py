@@ -1,16 +1,12 @@
 """AOE's OPAT result files (newer and older format) and tuning_result.json, written from the log.
 
 A tune rewrites its result file after every key; ``bank export --format opat`` regenerates one
-for any task. Every file is written atomically."""
+for any task. Every file is written atomically (bank.atomic)."""
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from bank.events import EventKind, StoredEvent
@@ -183,24 +179,6 @@ def _model_times(info: ReportInfo, outcomes: TaskOutcomes) -> dict[str, Any]:
     return {"model_baseline_performance(ms)": round(before, 6),
             "model_performance_improvement": improvement(before, after),
             "model_result_performance(ms)": round(after, 6)}
-
-
-def write_json_atomic(path: Path, value: Any, *, pretty: bool = True) -> None:
-    """Write JSON to a temporary file beside ``path`` and rename it into place.
-
-    ``pretty=False`` writes it compact, which the C encoder does many times faster: for files
-    rewritten after every operator of a large model.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(value, indent=2 if pretty else None, ensure_ascii=False)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def tuning_result(policies: Mapping[str, dict[str, Any]], op_names: Mapping[str, Sequence[str]]

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +14,7 @@ from bank import Bank, BankError
 from tests.tuner.conftest import BERT_SHAPE, MODELS
 from tuner.costmodel import CostModel
 from tuner.coverage import coverage
-from tuner.flow import FAULT_ENV, TuneOptions, TuneReport, tune
+from tuner.flow import TuneOptions, TuneReport, tune
 
 ROOT = Path(__file__).resolve().parents[2]
 VGG = MODELS / "vgg19.onnx"
@@ -113,32 +110,6 @@ def test_a_new_input_shape_is_new_keys(tmp_path: Path, bert_models: tuple[Path, 
                       input_shapes={"input_ids_embedded": (1, 32, 128)})
     assert second.measurements > 0
     assert second.repo_summary["repo_add_num"] + second.repo_summary["repo_unsatisfied_num"] > 0
-
-
-def test_killed_run_resumes_to_the_same_bank(tmp_path: Path) -> None:
-    killed_db, whole_db = tmp_path / "killed.db", tmp_path / "whole.db"
-    argv = [sys.executable, "-c", "from cli.main import run; run()", "tune", str(VGG),
-            "--soc-version", "Ascend310", "--db", str(killed_db), "--budget", "64", "--seed", "3",
-            "--progress-bar", "off"]
-    env = {**os.environ, FAULT_ENV: "7"}
-    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
-    assert done.returncode == -9, done.stderr
-    with Bank.open(str(killed_db)) as bank:
-        (task,) = bank.tasks()
-        assert task.status == "incomplete"
-        recorded = task.add_num + task.unsatisfied_num
-    assert recorded == 7
-    (partial,) = tmp_path.glob("aoe_result_opat_*.json")  # rewritten after every key
-    ((_, parts),) = json.loads(partial.read_text()).items()
-    assert "tuning_time(s)" not in parts[0]["basic"]
-    assert parts[1]["OPAT"]["opat_tuning_result"] == "tuning incomplete"
-    assert parts[1]["OPAT"]["repo_summary"]["total_num"] == 7
-    resumed = run_tune(killed_db, tmp_path, reload=True, seed=3)
-    whole = run_tune(whole_db, tmp_path, seed=3)
-    assert resumed.resumed and resumed.task_id == task.task_id
-    assert policies(killed_db) == policies(whole_db)
-    assert resumed.repo_summary == whole.repo_summary
-    assert resumed.measurements < whole.measurements
 
 
 def test_a_new_run_beside_an_unfinished_task_says_so(tmp_path: Path) -> None:
