@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from bank.errors import BankLocationError, OutcomeRuleError, UnknownTaskError
+from bank.errors import BankError, BankLocationError, OutcomeRuleError, UnknownTaskError
 from bank.events import (
     OUTCOME_KINDS,
     Event,
@@ -19,8 +19,8 @@ from bank.events import (
     utc_now,
 )
 from bank.location import BankLocation, prepare_for_write, resolve
+from bank.migrate import UpgradeReport, check_version, upgrade
 from bank.projection import Policy, Projection, TaskView, info_digest
-from bank.schema import SCHEMA_VERSION
 from bank.store import AppendResult, EventFilter, EventStore, PolicyFilter
 from bank.verify import VerifyReport, rebuild, verify
 
@@ -99,10 +99,31 @@ class Bank:
         elif not store.is_initialised():
             store.close()
             raise BankLocationError(f"{location.describe()}: not a tunebank bank (no events table)")
-        if store.projection_schema() != SCHEMA_VERSION:  # derived by another version: derive again
-            store.reset_projections()
-            rebuild(store)
+        try:
+            check_version(store, location.describe())
+        except BankError:
+            store.close()
+            raise
         return cls(store, location)
+
+    @classmethod
+    def upgrade(cls, db: str | None = None, *, env: dict[str, str] | None = None) -> UpgradeReport:
+        """Bring the bank at ``db`` to this tunebank's schema version (see :mod:`bank.migrate`).
+
+        Raises:
+            BankLocationError: there is no bank there.
+            SchemaVersionError: the bank is newer than this tunebank.
+        """
+        location = resolve(db, env)
+        if not location.exists:
+            raise BankLocationError(f"no bank at {location.describe()}")
+        store = EventStore(location.url)
+        try:
+            if not store.is_initialised():
+                raise BankLocationError(f"{location.describe()}: not a tunebank bank (no events table)")
+            return upgrade(store, location.describe())
+        finally:
+            store.close()
 
     def close(self) -> None:
         """Release the database."""

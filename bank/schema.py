@@ -8,10 +8,16 @@ from __future__ import annotations
 
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 2
-"""Version of the projection tables. A bank whose checkpoint names another version has its
-projections dropped and rebuilt from the log when opened (the events table is unchanged since
-version 1)."""
+SCHEMA_VERSION = 3
+"""The bank's schema version, recorded in ``bank_meta`` (schema_version). A bank of another
+version is not opened: an older one is brought up to date by ``bank upgrade`` (bank/migrate.py),
+a newer one needs a newer tunebank.
+
+1. the events log, its projections, the checkpoint and the bank id.
+2. policy.cost_model_version; policy.backend indexed.
+3. the version recorded in bank_meta (versions 1 and 2 kept it in checkpoint.schema_version).
+
+The events table is the same in every version."""
 
 
 class EventRow(SQLModel, table=True):

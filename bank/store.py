@@ -186,29 +186,34 @@ class EventStore:
             install_triggers(conn)
             session.execute(insert(CheckpointRow).values(name=CHECKPOINT, last_seq=0,
                                                          schema_version=SCHEMA_VERSION))
-            session.execute(insert(MetaRow).values(name="bank_id", value=bank_id))
+            session.execute(insert(MetaRow), [{"name": "bank_id", "value": bank_id},
+                                              {"name": "schema_version", "value": str(SCHEMA_VERSION)}])
             return True
 
         return self._write(work)
 
-    def projection_schema(self) -> int:
-        """The projection-table version this bank was last derived with."""
+    def write_transaction(self, work: Callable[[Session], T]) -> T:
+        """Run ``work(session)`` in one write transaction, the write lock held, retried like
+        every write (for schema upgrades)."""
+        return self._write(work)
+
+    def schema_version(self) -> int:
+        """The schema version the bank was written with (see :data:`bank.schema.SCHEMA_VERSION`)."""
         with self._session() as session:
-            row = session.get(CheckpointRow, CHECKPOINT)
-            return row.schema_version if row else SCHEMA_VERSION
+            return self.schema_version_in(session)
 
-    def reset_projections(self) -> None:
-        """Drop and recreate the projection tables at this version's schema (the log is kept)."""
-        tables = [_table(model) for model in (PolicyRow, TaskRow, TaskKeyRow)]
-
-        def work(session: Session) -> None:
-            conn = session.connection()
-            SQLModel.metadata.drop_all(conn, tables=tables)
-            SQLModel.metadata.create_all(conn, tables=tables)
-            session.execute(update(CheckpointRow).where(col(CheckpointRow.name) == CHECKPOINT)
-                            .values(last_seq=0, schema_version=SCHEMA_VERSION))
-
-        self._write(work)
+    @staticmethod
+    def schema_version_in(session: Session) -> int:
+        """:meth:`schema_version`, read in an open transaction. Versions 1 and 2 kept it in the
+        checkpoint; from 3 it is in bank_meta."""
+        row = session.get(MetaRow, "schema_version")
+        if row is not None:
+            try:
+                return int(row.value)
+            except ValueError:
+                raise StoreError(f"bank_meta.schema_version is {row.value!r}, not a number") from None
+        checkpoint = session.get(CheckpointRow, CHECKPOINT)
+        return checkpoint.schema_version if checkpoint else 1
 
     def is_initialised(self) -> bool:
         """Whether the database already holds a bank's tables."""
@@ -357,21 +362,23 @@ class EventStore:
         Raises:
             OutcomeRuleError: the events after ``last_seq`` cannot be folded in.
         """
-        def work(session: Session) -> int:
-            caught_up = Projection(dict(projection.policies), dict(projection.tasks),
-                                   dict(projection.key_states))
-            head = last_seq
-            later = select(EventRow).where(EventRow.seq > last_seq).order_by(col(EventRow.seq))
-            for row in session.exec(later):
-                caught_up.apply(row_to_event(row))
-                head = row.seq
-            for table in (PolicyRow, TaskRow, TaskKeyRow):
-                session.execute(delete(table))
-            self._write_projection(session, caught_up, _Loaded())
-            self._set_checkpoint(session, head)
-            return head
+        return self._write(lambda session: self.derive_projection(session, projection, last_seq))
 
-        return self._write(work)
+    def derive_projection(self, session: Session, projection: Projection, last_seq: int) -> int:
+        """Within a write transaction: fold the events after ``last_seq`` into ``projection``,
+        replace the projection tables with it and return the seq it reflects."""
+        caught_up = Projection(dict(projection.policies), dict(projection.tasks),
+                               dict(projection.key_states))
+        head = last_seq
+        later = select(EventRow).where(EventRow.seq > last_seq).order_by(col(EventRow.seq))
+        for row in session.exec(later):
+            caught_up.apply(row_to_event(row))
+            head = row.seq
+        for table in (PolicyRow, TaskRow, TaskKeyRow):
+            session.execute(delete(table))
+        self._write_projection(session, caught_up, _Loaded())
+        self._set_checkpoint(session, head)
+        return head
 
     # -- helpers ------------------------------------------------------------------------------
 

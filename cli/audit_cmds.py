@@ -55,4 +55,32 @@ def rebuild(db: DbOption = None, as_json: JsonOption = False) -> None:
                    f"{counts['policies']} policies")
 
 
-__all__ = ["init", "rebuild", "verify"]
+@user_errors
+def upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Bring a bank written by an older tunebank to this version's schema, then verify it.
+
+    The log is kept as it is; what the schema change needs is derived again from it, all in one
+    transaction. A bank already at this version is left alone.
+    """
+    from bank import Bank
+
+    report = Bank.upgrade(db)
+    with open_bank(db) as bank:
+        verdict = bank.verify()
+        where = bank.location.describe()
+    if as_json:
+        print_json({**report.as_json(), "verify_ok": verdict.ok, "problems": verdict.problems})
+    elif report.from_version == report.to_version:
+        typer.echo(f"{where}: already at schema {report.to_version}; nothing to do")
+    else:
+        typer.echo(f"Upgraded {where} from schema {report.from_version} to {report.to_version}, "
+                   f"{report.last_seq} events kept:")
+        for step in report.steps:
+            typer.echo(f"  {step}")
+    if not as_json:
+        typer.echo(f"verify: {'OK' if verdict.ok else 'FAILED: ' + '; '.join(verdict.problems[:3])}")
+    if not verdict.ok:
+        raise typer.Exit(1)
+
+
+__all__ = ["init", "rebuild", "upgrade", "verify"]

@@ -20,7 +20,8 @@ app = typer.Typer(
 
 for command in (audit_cmds.init, tune_cmds.tune, tune_cmds.plan, tune_cmds.socs, inspect_cmds.tasks,
                 inspect_cmds.summary, inspect_cmds.query,
-                inspect_cmds.history, inspect_cmds.events, audit_cmds.verify, audit_cmds.rebuild):
+                inspect_cmds.history, inspect_cmds.events, audit_cmds.verify, audit_cmds.rebuild,
+                audit_cmds.upgrade):
     app.command()(command)
 app.command(name="import")(exchange_cmds.import_)
 app.command()(exchange_cmds.export)

@@ -67,26 +67,6 @@ def test_file_that_is_not_a_bank(tmp_path: Path) -> None:
         Bank.open(str(other))
 
 
-def test_projections_of_an_older_schema_are_rebuilt_on_open(tmp_path: Path) -> None:
-    from sqlalchemy import text
-
-    from tests.conftest import oc
-
-    path = str(tmp_path / "old.db")
-    with Bank.open(path, create=True) as bank:
-        task = bank.start_task("Ascend310", tuning_name="t")
-        bank.record(task, [oc("add", "1"), oc("unsatisfied", "2")])
-        before = bank.store.stored_projection()
-        with bank.store.engine.begin() as conn:  # what a version-1 bank looked like
-            conn.execute(text("DROP INDEX ix_policy_cost_model_version"))
-            conn.execute(text("ALTER TABLE policy DROP COLUMN cost_model_version"))
-            conn.execute(text("UPDATE checkpoint SET schema_version = 1"))
-    with Bank.open(path) as bank:
-        assert bank.store.stored_projection() == before
-        assert bank.store.projection_schema() == 2
-        assert bank.verify().ok
-
-
 def test_postgresql_urls_use_psycopg() -> None:
     for text in ("postgresql://u@h/db", "postgres://u@h/db", "postgresql+psycopg://u@h/db"):
         location = resolve(text)

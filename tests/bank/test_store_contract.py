@@ -216,3 +216,25 @@ class TestConcurrency:
             report = bank.verify()
             assert report.ok, report.problems
             assert len(bank.policies()) == 80
+
+
+class TestSchemaVersion:
+    def test_an_older_bank_is_refused_then_upgraded_in_place(self, bank: Bank) -> None:
+        from sqlalchemy import delete, update
+        from sqlmodel import col
+
+        from bank.migrate import SchemaVersionError, check_version, upgrade
+        from bank.schema import CheckpointRow, MetaRow
+
+        finished_task(bank, [oc("add", "1"), oc("unsatisfied", "2")])
+        before = bank.store.stored_projection()
+        with bank.store.engine.begin() as conn:  # a version-1 bank: no version row, old checkpoint
+            conn.execute(delete(MetaRow).where(col(MetaRow.name) == "schema_version"))
+            conn.execute(update(CheckpointRow).values(schema_version=1))
+        with pytest.raises(SchemaVersionError, match="bank schema 1 is older"):
+            check_version(bank.store, "b")
+        report = upgrade(bank.store, "b")
+        assert (report.from_version, report.to_version, report.last_seq) == (1, 3, bank.head())
+        check_version(bank.store, "b")
+        assert bank.store.stored_projection() == before
+        assert bank.verify().ok

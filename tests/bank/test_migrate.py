@@ -1,0 +1,146 @@
+"""Schema versions: an older bank is refused until `bank upgrade`, a newer one always.
+
+The schema-2 bank is a file written by tunebank at commit 018ad2c (fixtures/banks/README.md);
+the tests upgrade copies of it and never the file itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Connection, create_engine
+from typer.testing import CliRunner
+
+from bank import Bank, BankError
+from bank.dialects import drop_triggers
+from bank.migrate import SchemaVersionError
+from bank.schema import SCHEMA_VERSION
+from cli.main import app
+from tests.conftest import oc
+
+SCHEMA2 = Path(__file__).resolve().parents[2] / "fixtures" / "banks" / "schema2.db"
+runner = CliRunner()
+
+
+def _copy(tmp_path: Path) -> Path:
+    target = tmp_path / "old.db"
+    shutil.copyfile(SCHEMA2, target)
+    return target
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _raw(path: Path, query: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(path) as conn:
+        return conn.execute(query).fetchall()
+
+
+def test_a_new_bank_records_this_version(tmp_path: Path) -> None:
+    with Bank.open(str(tmp_path / "b.db"), create=True) as bank:
+        assert bank.store.schema_version() == SCHEMA_VERSION == 3
+    assert _raw(tmp_path / "b.db", "SELECT value FROM bank_meta WHERE name = 'schema_version'") == [("3",)]
+
+
+@pytest.mark.parametrize("command", [["tasks"], ["verify"], ["tune", "x.onnx"], ["import", "x.json"]])
+def test_an_older_bank_is_refused_and_left_as_it_was(tmp_path: Path, command: list[str]) -> None:
+    path = _copy(tmp_path)
+    before = _digest(path)
+    with pytest.raises(SchemaVersionError, match="bank schema 2 is older than this tunebank's 3; "
+                                                 "run `bank upgrade`"):
+        Bank.open(str(path))
+    (tmp_path / "x.onnx").write_bytes(b"")
+    (tmp_path / "x.json").write_text("[]")
+    args = [*command, "--db", str(path)] + (["--soc-version", "Ascend310"] if len(command) > 1 else [])
+    result = runner.invoke(app, [a.replace("x.", str(tmp_path / "x.")) for a in args])
+    assert result.exit_code == 1
+    assert len(result.stderr.splitlines()) == 1
+    assert _digest(path) == before and sorted(p.name for p in tmp_path.iterdir()) == \
+        ["old.db", "x.json", "x.onnx"]
+
+
+def test_upgrading_the_schema_2_file_keeps_every_event_task_and_policy(tmp_path: Path) -> None:
+    path = _copy(tmp_path)
+    events = _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq")
+    tasks = _raw(path, "SELECT task_id, add_num, hit_num, update_num, reserved_num, unsatisfied_num, "
+                       "status FROM task ORDER BY task_id")
+    policies = _raw(path, "SELECT soc_version, repo_key, best_us, knowledge FROM policy ORDER BY 1, 2")
+    report = Bank.upgrade(str(path))
+    assert (report.from_version, report.to_version, report.last_seq) == (2, 3, 90)
+    with Bank.open(str(path)) as bank:
+        verdict = bank.verify()
+        assert verdict.ok and (verdict.events, verdict.tasks, verdict.policies) == (90, 6, 48)
+        task = bank.start_task("Ascend310", tuning_name="after the upgrade")
+        bank.record(task, [oc("add", "new-key")])
+        bank.finish_task(task)
+        assert bank.verify().ok
+    assert _raw(path, "SELECT seq, event_id, hash FROM events WHERE seq <= 90 ORDER BY seq") == events
+    assert [t for t in _raw(path, "SELECT task_id, add_num, hit_num, update_num, reserved_num, "
+                                  "unsatisfied_num, status FROM task ORDER BY task_id")
+            if t[0] != task] == tasks
+    assert len(_raw(path, "SELECT 1 FROM policy")) == len(policies) + 1
+    again = Bank.upgrade(str(path))
+    assert (again.from_version, again.to_version, again.steps) == (3, 3, ())
+
+
+def test_a_version_1_bank_has_its_projections_derived_again(tmp_path: Path) -> None:
+    path = _copy(tmp_path)
+    with sqlite3.connect(path) as conn:  # what a version-1 bank looked like
+        conn.execute("DROP INDEX ix_policy_cost_model_version")
+        conn.execute("ALTER TABLE policy DROP COLUMN cost_model_version")
+        conn.execute("UPDATE checkpoint SET schema_version = 1")
+    report = Bank.upgrade(str(path))
+    assert report.from_version == 1 and len(report.steps) == 2
+    with Bank.open(str(path)) as bank:
+        assert bank.verify().ok and len(bank.policies()) == 48
+
+
+def test_a_newer_bank_is_refused_even_by_upgrade(tmp_path: Path) -> None:
+    path = _copy(tmp_path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("INSERT INTO bank_meta VALUES ('schema_version', '99')")
+    before = _digest(path)
+    for attempt in (lambda: Bank.open(str(path)), lambda: Bank.upgrade(str(path))):
+        with pytest.raises(SchemaVersionError, match="bank schema 99 is newer than this tunebank "
+                                                     "reads \\(up to 3\\); install a newer"):
+            attempt()
+    assert _digest(path) == before
+
+
+def test_an_upgrade_that_cannot_replay_the_log_changes_nothing(tmp_path: Path) -> None:
+    path = _copy(tmp_path)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE checkpoint SET schema_version = 1")  # needs a replay
+    with _open_raw(path) as conn:
+        drop_triggers(conn)
+        conn.exec_driver_sql("DELETE FROM events WHERE seq = 1")  # a task that never started
+    before = _digest(path)
+    with pytest.raises(BankError, match="was never started"):
+        Bank.upgrade(str(path))
+    assert _digest(path) == before
+    assert _raw(path, "SELECT schema_version FROM checkpoint") == [(1,)]
+
+
+def _open_raw(path: Path) -> AbstractContextManager[Connection]:
+    """A plain SQLAlchemy transaction on the file, bypassing tunebank (to damage it)."""
+    return create_engine(f"sqlite:///{path}").begin()
+
+
+def test_the_upgrade_command(tmp_path: Path) -> None:
+    path = _copy(tmp_path)
+    first = runner.invoke(app, ["upgrade", "--db", str(path)])
+    assert first.exit_code == 0, first.output
+    assert first.stdout.splitlines()[0] == f"Upgraded {path} (from --db) from schema 2 to 3, 90 events kept:"
+    assert first.stdout.splitlines()[-1] == "verify: OK"
+    again = json.loads(runner.invoke(app, ["upgrade", "--db", str(path), "--json"]).stdout)
+    assert again == {"from_version": 3, "to_version": 3, "steps": [], "events": 90, "verify_ok": True,
+                     "problems": []}
+    missing = runner.invoke(app, ["upgrade", "--db", str(tmp_path / "none.db")])
+    assert missing.exit_code == 1 and "no bank at" in missing.stderr
