@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
-from bank.errors import BankError, BankLocationError, OutcomeRuleError, UnknownTaskError
+from bank.errors import BankLocationError, OutcomeRuleError, UnknownTaskError
 from bank.events import (
     OUTCOME_KINDS,
     Event,
@@ -18,7 +18,7 @@ from bank.events import (
     format_time,
     utc_now,
 )
-from bank.location import BankLocation, prepare_for_write, resolve
+from bank.location import BankLocation, prepare_for_write, resolve, writable
 from bank.migrate import UpgradeReport, check_version, upgrade
 from bank.projection import Policy, Projection, TaskView, info_digest
 from bank.store import AppendResult, EventFilter, EventStore, PolicyFilter
@@ -93,18 +93,18 @@ class Bank:
             )
         if create:
             prepare_for_write(location)
-        store = EventStore(location.url)
-        if create:
-            store.initialise(bank_id=uuid.uuid4().hex[:16])
-        elif not store.is_initialised():
-            store.close()
-            raise BankLocationError(f"{location.describe()}: not a tunebank bank (no events table)")
+        read_only = not create and location.path is not None and not writable(location.path)
+        store = EventStore(location.url, read_only=read_only)
         try:
+            if create:
+                store.initialise(bank_id=uuid.uuid4().hex[:16])
+            elif not store.is_initialised():
+                raise BankLocationError(f"{location.describe()}: not a tunebank bank (no events table)")
             check_version(store, location.describe())
-        except BankError:
+            return cls(store, location)
+        except BaseException:
             store.close()
             raise
-        return cls(store, location)
 
     @classmethod
     def upgrade(cls, db: str | None = None, *, env: dict[str, str] | None = None) -> UpgradeReport:
@@ -117,6 +117,7 @@ class Bank:
         location = resolve(db, env)
         if not location.exists:
             raise BankLocationError(f"no bank at {location.describe()}")
+        prepare_for_write(location)
         store = EventStore(location.url)
         try:
             if not store.is_initialised():

@@ -99,12 +99,20 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
 
 
 def _sqlite_read_only(path: str) -> Any:
-    """A read-only connection to an SQLite file (URI ``mode=ro``)."""
+    """A read-only connection to an SQLite file: ``mode=ro``, or, where this user cannot create
+    the WAL's shared-memory file beside it, ``immutable=1``, which reads the file as it was
+    last checkpointed (all of it, for a bank tunebank closed)."""
     import sqlite3
     from urllib.parse import quote
 
-    return sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S,
-                           check_same_thread=False)
+    base = f"file:{quote(path)}?mode=ro"
+    try:
+        conn = sqlite3.connect(base, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        return sqlite3.connect(base + "&immutable=1", uri=True, timeout=BUSY_TIMEOUT_S,
+                               check_same_thread=False)
 
 
 def _timed_lock(conn: Connection, statement: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -164,6 +164,20 @@ class FileImport:
     tasks_present: int = 0
     events: int = 0
     unresolved: int = 0
+    task_ids: list[str] = field(default_factory=list, repr=False)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"path": self.path, "kind": self.kind, "tasks": self.tasks,
+                "tasks_present": self.tasks_present, "events": self.events,
+                "unresolved": self.unresolved}
+
+
+@dataclass
+class PreparedImport:
+    """Every file read and checked, with the events it comes to; nothing written yet."""
+
+    files: list[FileImport]
+    events: list[Event]
 
 
 @dataclass
@@ -175,8 +189,63 @@ class ImportReport:
     skipped: int
 
     def as_json(self) -> dict[str, Any]:
-        return {"files": [vars(f) for f in self.files], "events_added": self.appended,
+        return {"files": [f.as_json() for f in self.files], "events_added": self.appended,
                 "events_already_present": self.skipped}
+
+
+def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolver | None = None,
+                 model_name: str | None = None, model_hash: str | None = None) -> PreparedImport:
+    """Read and validate every file and derive its events, touching no bank: an import that
+    fails here has written nothing anywhere.
+
+    Raises:
+        BankError: a file is malformed or an option is missing.
+    """
+    from bank.errors import BankError
+    from bank.formats.aoe_repo import read_tree
+    from bank.formats.aoe_results import load_result_file
+    from bank.formats.jsonl import is_events_file, read_events
+
+    events: list[Event] = []
+    files: list[FileImport] = []
+    for path in paths:
+        if path.is_dir():
+            built, info = _tree_events(path, read_tree(path), soc_version)
+        elif is_events_file(path):
+            built = read_events(path)
+            task_ids = sorted({e.task_id for e in built})
+            info = FileImport(str(path), "events", tasks=len(task_ids), events=len(built),
+                              task_ids=task_ids)
+        else:
+            if soc_version is None:
+                raise BankError(f"{path}: --soc-version is required to import an AOE result file")
+            source = ImportSource(_sha256(path), soc_version, model_name, model_hash)
+            built, info = [], FileImport(str(path), "")
+            for report in load_result_file(path):
+                info.kind = "sgat" if report.job_type == "sgat" else f"opat-{report.result_format}"
+                report_built, missed = report_events(report, source, resolve)
+                built += report_built
+                info.task_ids.append(task_id_of(report, source))
+                info.unresolved += missed
+            info.tasks, info.events = len(info.task_ids), len(built)
+        events += built
+        files.append(info)
+    return PreparedImport(files, events)
+
+
+def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
+    """Append a prepared import in one transaction: all of it or none of it. Tasks the bank
+    already holds are counted as present (their events, derived alike, are skipped).
+
+    Raises:
+        BankError: the events break the outcome rules in this bank, or the store refused.
+    """
+    present = {t.task_id for t in bank.tasks()}
+    for info in prepared.files:
+        info.tasks_present = sum(1 for task in info.task_ids if task in present)
+        info.tasks -= info.tasks_present
+    result = bank.append(prepared.events)
+    return ImportReport(prepared.files, len(result.appended), len(result.skipped))
 
 
 def import_paths(bank: Bank, paths: Sequence[Path], soc_version: str | None,
@@ -187,49 +256,15 @@ def import_paths(bank: Bank, paths: Sequence[Path], soc_version: str | None,
     Raises:
         BankError: a file is malformed or an option is missing; nothing is written.
     """
-    from bank.errors import BankError
-    from bank.formats.aoe_repo import read_tree
-    from bank.formats.aoe_results import load_result_file
-    from bank.formats.jsonl import is_events_file, read_events
-
-    present_tasks = {t.task_id for t in bank.tasks()}
-    events: list[Event] = []
-    files: list[FileImport] = []
-    for path in paths:
-        if path.is_dir():
-            entries = read_tree(path)
-            built, info = _tree_events(path, entries, soc_version, present_tasks)
-        elif is_events_file(path):
-            built = read_events(path)
-            info = FileImport(str(path), "events", tasks=len({e.task_id for e in built}),
-                              events=len(built))
-        else:
-            if soc_version is None:
-                raise BankError(f"{path}: --soc-version is required to import an AOE result file")
-            source = ImportSource(_sha256(path), soc_version, model_name, model_hash)
-            built, info = [], FileImport(str(path), "")
-            for report in load_result_file(path):
-                info.kind = "sgat" if report.job_type == "sgat" else f"opat-{report.result_format}"
-                if task_id_of(report, source) in present_tasks:
-                    info.tasks_present += 1
-                    continue
-                report_built, missed = report_events(report, source, resolve)
-                built += report_built
-                info.tasks += 1
-                info.unresolved += missed
-            info.events = len(built)
-        events += built
-        files.append(info)
-    result = bank.append(events)
-    return ImportReport(files, len(result.appended), len(result.skipped))
+    return apply_import(bank, read_imports(paths, soc_version, resolve, model_name, model_hash))
 
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _tree_events(root: Path, entries: Sequence[RepoEntry], soc_version: str | None,
-                 present: set[str]) -> tuple[list[Event], FileImport]:
+def _tree_events(root: Path, entries: Sequence[RepoEntry],
+                 soc_version: str | None) -> tuple[list[Event], FileImport]:
     from bank.errors import BankError
 
     socs = sorted({e.soc_version for e in entries})
@@ -245,10 +280,8 @@ def _tree_events(root: Path, entries: Sequence[RepoEntry], soc_version: str | No
             digest.update(path.name.encode() + path.read_bytes())
         source = ImportSource(digest.hexdigest(), soc)
         task_id = hashlib.sha256(f"{soc}|{source.file_sha256}|repo".encode()).hexdigest()[:16]
-        if task_id in present:
-            info.tasks_present += 1
-            continue
         events += _tree_task(root, mine, source, task_id)
+        info.task_ids.append(task_id)
         info.tasks += 1
     info.events = len(events)
     return events, info

@@ -69,26 +69,48 @@ def _from_text(text: str, source: str) -> BankLocation:
         return BankLocation(f"sqlite:///{path}", path, source)
     scheme = text.split("://", 1)[0]
     if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
-        return BankLocation("postgresql+psycopg://" + text.split("://", 1)[1], None, source)
+        url = "postgresql+psycopg://" + text.split("://", 1)[1]
+        _check_url(url, source)
+        return BankLocation(url, None, source)
     raise BankLocationError(
         f"{source}: database scheme {scheme!r} is not supported; use a file path, sqlite:///PATH "
         "or postgresql://USER@HOST/DB"
     )
 
 
+def _check_url(url: str, source: str) -> None:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        make_url(url)
+    except (ArgumentError, ValueError) as exc:
+        raise BankLocationError(f"{source}: not a valid database URL ({exc})") from None
+
+
+def writable(path: Path) -> bool:
+    """Whether this user can change the bank file at ``path``: the file and its folder, where
+    SQLite keeps its -wal and -shm files."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
 def prepare_for_write(location: BankLocation) -> None:
-    """Make the bank's folder if needed and check it can be written.
+    """Make the bank's folder if needed and check the bank can be written there.
 
     Raises:
-        BankLocationError: the folder cannot be created or written.
+        BankLocationError: the folder cannot be created, or the folder or file is not writable.
     """
     if location.path is None:
         return
     folder = location.path.parent
+    if location.path.is_dir():
+        raise BankLocationError(f"bank file {location.path}: is a folder")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BankLocationError(f"bank folder {folder}: cannot be created ({exc.strerror})") from exc
-    target = location.path if location.path.exists() else folder
-    if not os.access(target, os.W_OK):
-        raise BankLocationError(f"bank folder {folder}: not writable by this user")
+    if not os.access(folder, os.W_OK):
+        raise BankLocationError(f"bank folder {folder}: not writable by this user (SQLite keeps "
+                                "its -wal and -shm files beside the bank)")
+    if location.path.exists() and not os.access(location.path, os.W_OK):
+        raise BankLocationError(f"bank file {location.path}: not writable by this user")

@@ -23,7 +23,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, select
 
 from bank.dialects import WRITE_OPTION, describe_url, install_triggers, is_transient, make_engine
-from bank.errors import StoreError
+from bank.errors import BankLocationError, StoreError
 from bank.events import GENESIS_HASH, Event, StoredEvent, chain_hash
 from bank.projection import Policy, PolicyKey, Projection, TaskView
 from bank.rows import (
@@ -113,6 +113,7 @@ class EventStore:
     def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.url = url
         self.where = describe_url(url)
+        self.read_only = read_only
         self.engine = make_engine(url, read_only=read_only)
         self._pinned = threading.local()
 
@@ -143,6 +144,8 @@ class EventStore:
     def _write(self, work: Callable[[Session], T]) -> T:
         """Run ``work`` in one write transaction, again from the start if the database refused it
         for a moment (see :data:`RETRY_DELAYS`); any other error, or the last refusal, is raised."""
+        if self.read_only:
+            raise StoreError(f"{self.where}: read-only for this user (it can be read, not changed)")
         for attempt, delay in enumerate((*RETRY_DELAYS, None), 1):
             try:
                 with self._session(write=True) as session:
@@ -180,8 +183,13 @@ class EventStore:
         the database already holds a bank; return whether it was created."""
         def work(session: Session) -> bool:
             conn = session.connection()
-            if inspect(conn).has_table(EventRow.__tablename__):
+            tables = inspect(conn).get_table_names()
+            if EventRow.__tablename__ in tables:
                 return False
+            if tables and conn.dialect.name == "sqlite":
+                raise BankLocationError(f"{self.where}: an SQLite database of something else "
+                                        f"(tables: {', '.join(sorted(tables)[:5])}); no bank is "
+                                        "made in it")
             SQLModel.metadata.create_all(conn)
             install_triggers(conn)
             session.execute(insert(CheckpointRow).values(name=CHECKPOINT, last_seq=0,

@@ -43,7 +43,7 @@ def import_(
     as_json: JsonOption = False,
 ) -> None:
     """Import AOE result files (OPAT v1/v2, SGAT), AOE bank trees or events files, all or nothing."""
-    from bank.imports import import_paths
+    from bank.imports import apply_import, read_imports
 
     resolve = model_name = model_hash = None
     if model is not None:
@@ -51,8 +51,9 @@ def import_(
         from tuner.model import parse_input_shapes
 
         resolve, model_name, model_hash = model_resolver(model, parse_input_shapes(input_shape))
+    prepared = read_imports(paths, soc_version, resolve, model_name, model_hash)  # before the bank
     with open_bank(db, create=True) as bank:
-        report = import_paths(bank, paths, soc_version, resolve, model_name, model_hash)
+        report = apply_import(bank, prepared)
     if as_json:
         print_json(report.as_json())
         return
@@ -162,12 +163,18 @@ def merge(
     from bank.merge import merge_into
 
     reports = []
-    with open_bank(db, create=True) as target:
-        for source in sources:
-            with Bank.open(source) as other:
+    opened: list[Bank] = []
+    try:
+        for source in sources:  # every source opens before the target is touched
+            opened.append(Bank.open(source))
+        with open_bank(db, create=True) as target:
+            for source, other in zip(sources, opened, strict=True):
                 if other.bank_id == target.bank_id and other.location.url == target.location.url:
                     raise fail(f"{source}: is the bank being merged into")
                 reports.append(merge_into(target, other))
+    finally:
+        for other in opened:
+            other.close()
     if as_json:
         print_json([r.as_json() for r in reports])
         return

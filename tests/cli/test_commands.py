@@ -119,3 +119,21 @@ def test_user_errors_are_one_line(demo: tuple[str, list[str]], tmp_path: Path,
     errors = [line for line in result.output.splitlines() if line.startswith("bank: error:")]
     assert len(errors) == 1 and message in errors[0]
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["tune", ".", "--soc-version", "Ascend310"], "Invalid value for 'model': file '.' is a directory."),
+    (["tune"], "Missing argument 'model'."),
+    (["tune", "m.onnx", "--soc-version", "Ascend310", "--budget", "0"], "Invalid value for '--budget'"),
+    (["tune", "m.onnx", "--soc-version", "Ascend310", "--tuning-config", "."],
+     "Invalid value for '--tuning-config': file '.' is a directory."),
+    (["query", "--limit-to-nothing"], "No such option: --limit-to-nothing"),
+    (["nosuch"], "No such command 'nosuch'."),
+])
+def test_usage_errors_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    (tmp_path / "m.onnx").write_bytes(b"")
+    result = runner.invoke(app, [a.replace("m.onnx", str(tmp_path / "m.onnx")) for a in args])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"bank: error: {message}") and line.endswith("--help`)")
