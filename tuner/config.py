@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bank.errors import BankError
+from bank.formats.jsontext import read_json_file
 
 KNOB_ALIASES = {"block_m": "baseM", "block_n": "baseN", "block_k": "baseK"}
 IMPL_CODES = {"cube": 0, "vector": 1}
@@ -36,12 +36,7 @@ class TuneSelection:
 
 def read_json(path: Path, option: str) -> dict[str, Any]:
     """A JSON object from ``path``; errors name ``option`` and the file."""
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{option}: cannot read {path} ({exc.strerror})") from exc
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{option}: {path} is not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    value = read_json_file(path, ConfigError, option)
     if not isinstance(value, dict):
         raise ConfigError(f"{option}: {path} must hold a JSON object")
     return value

@@ -23,6 +23,7 @@ import xxhash
 from bank.atomic import write_json_atomic, write_text_atomic
 from bank.canonical import canonical_json
 from bank.errors import BankError
+from bank.formats.jsontext import read_json_file, read_text
 from bank.formats.lines import json_object
 from bank.projection import Policy, info_digest
 
@@ -95,7 +96,7 @@ def read_tree(root: Path) -> list[RepoEntry]:
         if not match:
             raise RepoFormatError(f"{path}: name is not {{soc}}_{{cores}}_AiCore_{{op}}_runtime_kb.json")
         times = _times(path.parent / TIMES_FILE)
-        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for number, text in enumerate(read_text(path, RepoFormatError).splitlines(), 1):
             if text.strip():
                 entries.append(_entry(path, number, text, match["soc"], times))
     return entries
@@ -104,10 +105,8 @@ def read_tree(root: Path) -> list[RepoEntry]:
 def _times(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
-    try:
-        table = json.loads(path.read_text(encoding="utf-8"))["entries"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise RepoFormatError(f"{path}: not a tunebank times file ({exc})") from exc
+    data = read_json_file(path, RepoFormatError)
+    table = data.get("entries") if isinstance(data, dict) else None
     if not isinstance(table, dict):
         raise RepoFormatError(f"{path}: entries must be an object")
     return table

@@ -4,7 +4,6 @@ file, the place inside it and the rule broken."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bank.errors import BankError
+from bank.formats.jsontext import read_json_file
 
 SUMMARY_FIELDS = ("repo_add_num", "repo_hit_num", "repo_reserved_num", "repo_unsatisfied_num",
                   "repo_update_num", "total_num")
@@ -20,6 +20,9 @@ STATUS = {"tuning successful": "successful", "tune success": "successful",
           "tuning incomplete": "incomplete", "tune tuning incomplete": "incomplete",
           "tune incomplete": "incomplete"}
 MODES = ("Format", "Schedule", "Impl")
+MAX_OUTCOMES = 100_000
+"""The most outcomes one report may count: far above any real tune (a large model has a few
+thousand keys), low enough that a forged count cannot make an import write without end."""
 TOLERANCE = 0.01  # percentage points allowed between a stated improvement and before/after
 
 
@@ -67,13 +70,7 @@ def load_result_file(path: Path) -> list[ImportedReport]:
         ImportFormatError: the file is unreadable, not JSON, or breaks a rule; the message names
             the file and the place.
     """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ImportFormatError(f"{path}: cannot read ({exc.strerror})") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        where = f"line {exc.lineno}: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else str(exc)
-        raise ImportFormatError(f"{path}: not valid JSON ({where})") from exc
+    data = read_json_file(path, ImportFormatError)
     stamp = _stamp_from(path.name)
     if isinstance(data, dict) and data and all(k.startswith("report_") for k in data):
         return [_report(path, key, parts, _stamp_from(key) or stamp) for key, parts in data.items()]
@@ -160,6 +157,9 @@ def _summary(value: Any, where: str) -> dict[str, int]:
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ImportFormatError(f"{where}: repo_summary.{name} must be a non-negative integer")
         out[name] = count
+    if out["total_num"] > MAX_OUTCOMES:
+        raise ImportFormatError(f"{where}: repo_summary.total_num {out['total_num']} is more than the "
+                                f"{MAX_OUTCOMES} outcomes one report can hold")
     if out["repo_hit_num"] != out["repo_update_num"] + out["repo_reserved_num"]:
         raise ImportFormatError(
             f"{where}: repo_summary: repo_hit_num {out['repo_hit_num']} != repo_update_num "

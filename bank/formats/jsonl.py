@@ -11,6 +11,7 @@ from typing import IO, Any
 
 from bank.errors import BankError
 from bank.events import GENESIS_HASH, Event, EventKind, StoredEvent, chain_hash, event_id_of
+from bank.formats.jsontext import parse_json, read_text
 from bank.formats.lines import json_object
 
 FORMAT = "tunebank-events"
@@ -35,9 +36,9 @@ def write_events(handle: IO[str], events: Iterable[StoredEvent], bank_id: str) -
 def is_events_file(path: Path) -> bool:
     """Whether ``path`` starts with this format's header line."""
     try:
-        with path.open(encoding="utf-8") as handle:
-            first = json.loads(handle.readline() or "null")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        with path.open("rb") as handle:
+            first = parse_json(handle.readline(1 << 16) or b"null", str(path), EventFileError)
+    except (OSError, BankError):
         return False
     return isinstance(first, dict) and first.get("format") == FORMAT
 
@@ -52,10 +53,7 @@ def read_events(path: Path) -> list[Event]:
 
 
 def _checked(path: Path) -> Iterator[StoredEvent]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EventFileError(f"{path}: cannot read ({exc})") from exc
+    lines = read_text(path, EventFileError).splitlines()
     header = json_object(path, 1, lines[0] if lines else "", EventFileError)
     if header.get("format") != FORMAT:
         raise EventFileError(f"{path}: line 1: not a tunebank events file")

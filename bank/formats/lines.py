@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from bank.errors import BankError
+from bank.formats.jsontext import parse_json
 
 
 def json_object(path: Path, number: int, text: str, error: type[BankError]) -> dict[str, Any]:
@@ -15,10 +15,7 @@ def json_object(path: Path, number: int, text: str, error: type[BankError]) -> d
     Raises:
         error: the line is not JSON, or not an object.
     """
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise error(f"{path}: line {number}: not valid JSON ({exc.msg})") from exc
+    value = parse_json(text, f"{path}: line {number}", error)
     if not isinstance(value, dict):
         raise error(f"{path}: line {number}: must be a JSON object")
     return value

@@ -148,7 +148,7 @@ def test_tune_ops_file_and_tuning_config_narrow_the_tune(tmp_path: Path) -> None
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("{not json", "is not valid JSON"),
+        ("{not json", r": not valid JSON \(line 1"),
         ('{"ops_to_tune": "n0"}', "ops_to_tune must be a list"),
         ('{"tiling_range": {"block_q": [16]}}', "tiling_range names no knob 'block_q'"),
         ('{"tiling_range": {"block_m": [-1]}}', "tiling_range.block_m must be"),
