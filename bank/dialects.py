@@ -59,8 +59,10 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
 
     SQLite: a write transaction starts with ``BEGIN IMMEDIATE`` (it takes the write lock before
     reading the head of the log, so seq numbers and the hash chain never fork), waiting up to
-    :data:`BUSY_TIMEOUT_S` for another writer; files use WAL so readers do not wait for writers,
-    and ``synchronous=FULL`` so a committed outcome survives a machine that loses power.
+    :data:`BUSY_TIMEOUT_S` for another writer, with ``synchronous=FULL`` so a committed outcome
+    survives a machine that loses power. Bank files are in WAL mode (set once, when the bank is
+    created: :func:`use_wal`) so readers do not wait for writers; opening a file changes nothing
+    in it.
     ``read_only`` opens the file read-only (for a bank file this user cannot write). In-memory
     banks share one connection. PostgreSQL: see :func:`_postgres_engine`.
     """
@@ -83,7 +85,6 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
             return
         cursor = dbapi_conn.cursor()
         try:
-            cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=FULL")
         finally:
             cursor.close()
@@ -96,6 +97,21 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
             conn.exec_driver_sql("BEGIN")
 
     return engine
+
+
+def use_wal(engine: Engine) -> None:
+    """Put an SQLite file that holds no tables yet in WAL mode (it stays so: the mode is kept in
+    the file). A file that already holds tables, or a server database, is left as it is."""
+    if engine.dialect.name != "sqlite" or engine.url.database in (None, "", ":memory:"):
+        return
+    raw = engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        if cursor.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
+            cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.close()
+    finally:
+        raw.close()
 
 
 def _sqlite_read_only(path: str) -> Any:

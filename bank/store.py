@@ -22,7 +22,14 @@ from sqlalchemy import Table, delete, func, insert, inspect, update
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, select
 
-from bank.dialects import WRITE_OPTION, describe_url, install_triggers, is_transient, make_engine
+from bank.dialects import (
+    WRITE_OPTION,
+    describe_url,
+    install_triggers,
+    is_transient,
+    make_engine,
+    use_wal,
+)
 from bank.errors import BankLocationError, StoreError
 from bank.events import GENESIS_HASH, Event, StoredEvent, chain_hash
 from bank.projection import Policy, PolicyKey, Projection, TaskView
@@ -181,6 +188,9 @@ class EventStore:
     def initialise(self, bank_id: str) -> bool:
         """Create the tables, the append-only triggers, the checkpoint and the bank's id, unless
         the database already holds a bank; return whether it was created."""
+        if not self.read_only:
+            use_wal(self.engine)
+
         def work(session: Session) -> bool:
             conn = session.connection()
             tables = inspect(conn).get_table_names()

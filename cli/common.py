@@ -33,9 +33,18 @@ SocOption = Annotated[
 ]
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)} | {10: "\\n", 13: "\\r", 9: "\\t"}
+
+
+def one_line(message: str) -> str:
+    """``message`` with control characters escaped: names read from a file (an op name with a
+    newline in it) cannot break an error into several lines."""
+    return message.translate(_CONTROL)
+
+
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print ``message`` as one error line on stderr and return the Exit to raise."""
-    typer.echo(f"bank: error: {message}", err=True)
+    typer.echo(f"bank: error: {one_line(message)}", err=True)
     return typer.Exit(code)
 
 

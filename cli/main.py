@@ -11,6 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from cli import audit_cmds, exchange_cmds, inspect_cmds, tune_cmds
+from cli.common import one_line
 
 
 class BankGroup(TyperGroup):
@@ -44,7 +45,7 @@ class BankGroup(TyperGroup):
 
 def _one_line(exc: Exception) -> str:
     """Click's message, and the command's --help as the hint, on one line."""
-    message = " ".join(getattr(exc, "format_message", lambda: str(exc))().split())
+    message = one_line(" ".join(getattr(exc, "format_message", lambda: str(exc))().split()))
     ctx = getattr(exc, "ctx", None)
     return f"{message} (see `{ctx.command_path} --help`)" if ctx is not None else message
 

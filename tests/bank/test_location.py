@@ -71,3 +71,20 @@ def test_postgresql_urls_use_psycopg() -> None:
     for text in ("postgresql://u@h/db", "postgres://u@h/db", "postgresql+psycopg://u@h/db"):
         location = resolve(text)
         assert location.url == "postgresql+psycopg://u@h/db" and location.path is None
+
+
+def test_a_new_bank_file_is_in_wal_mode_and_opening_one_changes_nothing(tmp_path: Path) -> None:
+    import hashlib
+    import sqlite3
+
+    path = tmp_path / "b.db"
+    with Bank.open(str(path), create=True):
+        pass
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    with Bank.open(str(path)) as bank:
+        bank.verify()
+    with Bank.open(str(path), create=True) as bank:
+        bank.tasks()
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before

@@ -1,0 +1,311 @@
+"""Every reader fed broken and hostile input through the `bank` command.
+
+Hypothesis mutates real files (AOE result files, a bank tree, an events export, tuning configs,
+tune-ops files, ONNX models, --input-shape strings) and each run goes through
+:func:`tests.hostile.refused_or_sound`: no traceback, one error line, a non-zero exit and the
+bank byte for byte unchanged, or a success that verifies.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import onnx
+import pytest
+from freezegun import freeze_time
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper
+
+from bank import Bank
+from bank.formats.jsonl import write_events
+from bank.imports import import_paths
+from cli.main import app
+from fixtures.demo_bank import build
+from tests.hostile import (
+    fresh_copy,
+    mutated_json,
+    mutated_lines,
+    mutated_text,
+    refused_or_sound,
+    runner,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+AOE = ROOT / "fixtures" / "aoe"
+SQUEEZENET = ROOT / "fixtures" / "models" / "squeezenet.onnx"
+CHIP = ["--soc-version", "Ascend310"]
+def fuzz(examples: int) -> settings:
+    """Fuzzing settings: no deadline (a run starts the CLI), ``examples`` inputs per test."""
+    return settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=examples)
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("hostile")
+
+
+@pytest.fixture(scope="module")
+def base_bank(scratch: Path) -> Path:
+    """The bank every example damages a copy of: the demo bank and one imported AOE file."""
+    path = scratch / "base.db"
+    with freeze_time("2026-11-30 08:15:00"):
+        build(str(path))
+    with Bank.open(str(path)) as bank:
+        import_paths(bank, [AOE / "aoe_result_opat_20240315143005123_4711.json"], "Ascend310")
+    return path
+
+
+@pytest.fixture(scope="module")
+def events_export(scratch: Path) -> str:
+    """An events export of another bank (so a clean import of it adds events)."""
+    source = scratch / "source.db"
+    with freeze_time("2026-05-05 05:05:05"):
+        build(str(source))
+    out = scratch / "source-events.jsonl"
+    with Bank.open(str(source)) as bank, out.open("w", encoding="utf-8") as handle:
+        write_events(handle, bank.events(), bank.bank_id)
+    return out.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def tree(base_bank: Path, scratch: Path) -> Path:
+    out = scratch / "tree"
+    result = runner.invoke(app, ["export", "--format", "aoe-repo", "--out", str(out), "--db",
+                                 str(base_bank)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _write(folder: Path, name: str, data: bytes) -> Path:
+    path = folder / name
+    path.write_bytes(data)
+    return path
+
+
+# -- AOE result files ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(p.name for p in AOE.glob("*.json")))
+def test_mutated_result_files(name: str, base_bank: Path, scratch: Path) -> None:
+    original = (AOE / name).read_text(encoding="utf-8")
+
+    @fuzz(30)
+    @given(data=mutated_text(original))
+    def run(data: bytes) -> None:
+        bank = fresh_copy(base_bank, scratch)
+        path = _write(bank.parent.parent, f"{bank.parent.name}-{name}", data)
+        refused_or_sound(["import", str(path), *CHIP, "--db", str(bank)], bank)
+
+    run()
+
+
+@pytest.mark.parametrize(("literal", "message"), [
+    ("NaN", "must be a non-negative number, not nan"),
+    ("Infinity", "must be a non-negative number, not inf"),
+    ("-1", "must be a non-negative number, not -1"),
+    ("1e400", "must be a non-negative number, not inf"),
+    ("-Infinity", "must be a non-negative number, not -inf"),
+])
+def test_hostile_times(literal: str, message: str, base_bank: Path, scratch: Path) -> None:
+    doc = json.loads((AOE / "aoe_result_opat_20240315143005123_4711.json").read_text())
+    doc[1]["OPAT"]["repo_modified_operators"]["add_repo_operators"][0][
+        "performance_after_tune(us)"] = "PLACEHOLDER"
+    bank = fresh_copy(base_bank, scratch)
+    text = json.dumps(doc).replace('"PLACEHOLDER"', literal)
+    path = _write(bank.parent, "aoe_result_opat_1.json", text.encode())
+    result = refused_or_sound(["import", str(path), *CHIP, "--db", str(bank)], bank)
+    assert result.exit_code == 1 and message in result.stderr
+
+
+# -- bank trees and events files ------------------------------------------------------------------
+
+@fuzz(40)
+@given(choice=st.randoms(use_true_random=False), data=st.data())
+def test_mutated_bank_trees(tree: Path, base_bank: Path, scratch: Path, choice: random.Random,
+                            data: st.DataObject) -> None:
+    bank = fresh_copy(base_bank, scratch)
+    copied = bank.parent / "tree"
+    shutil.copytree(tree, copied)
+    target = choice.choice(sorted(p for p in copied.rglob("*") if p.is_file()))
+    text = target.read_text(encoding="utf-8")
+    mutate = mutated_lines(text) if target.name.endswith("_runtime_kb.json") else mutated_text(text)
+    target.write_bytes(data.draw(mutate))
+    refused_or_sound(["import", str(copied), "--db", str(bank)], bank)
+
+
+@fuzz(60)
+@given(data=st.data())
+def test_mutated_events_files(events_export: str, base_bank: Path, scratch: Path,
+                              data: st.DataObject) -> None:
+    bank = fresh_copy(base_bank, scratch)
+    path = _write(bank.parent, "events.jsonl", data.draw(mutated_lines(events_export)))
+    result = refused_or_sound(["import", str(path), "--db", str(bank)], bank)
+    if result.exit_code == 0:  # only an edit that changes no event's content can pass the chain
+        assert json.loads(result.stdout.splitlines()[-1].split(" event(s)")[0] or "0") >= 0
+
+
+# -- what narrows a tune --------------------------------------------------------------------------
+
+TUNING_CONFIG = {"ops_to_tune": ["Conv_0", "fire2/squeeze1x1_1"],
+                 "tiling_range": {"block_m": [16, 32], "block_n": [16], "block_k": [32]},
+                 "impl_options": ["cube", "vector"]}
+
+
+@fuzz(25)
+@given(config=mutated_json(TUNING_CONFIG))
+def test_hostile_tuning_configs(config: object, base_bank: Path, scratch: Path) -> None:
+    bank = fresh_copy(base_bank, scratch)
+    path = _write(bank.parent, "config.json", json.dumps(config, allow_nan=True).encode())
+    refused_or_sound(["tune", str(SQUEEZENET), *CHIP, "--db", str(bank), "--budget", "1",
+                      "--tuning-config", str(path), "--progress-bar", "off"], bank)
+
+
+@fuzz(20)
+@given(ops=mutated_json({"tune_ops_name": ["Conv_0"], "tune_ops_type": ["Relu", "Concat"]}))
+def test_hostile_tune_ops_files(ops: object, base_bank: Path, scratch: Path) -> None:
+    bank = fresh_copy(base_bank, scratch)
+    path = _write(bank.parent, "ops.json", json.dumps(ops, allow_nan=True).encode())
+    refused_or_sound(["tune", str(SQUEEZENET), *CHIP, "--db", str(bank), "--budget", "1",
+                      "--tune-ops-file", str(path), "--progress-bar", "off"], bank)
+
+
+@fuzz(60)
+@given(shape=st.one_of(st.text(alphabet="data_0:,;-1234 x\t\n", max_size=30),
+                       st.builds("data_0:{}".format, st.text(alphabet="0123456789,-", max_size=16)),
+                       st.text(max_size=20)))
+def test_hostile_input_shapes(shape: str, base_bank: Path, scratch: Path) -> None:
+    bank = fresh_copy(base_bank, scratch)
+    refused_or_sound(["plan", str(SQUEEZENET), *CHIP, "--db", str(bank), "--input-shape", shape], bank)
+
+
+# -- ONNX models ----------------------------------------------------------------------------------
+
+@fuzz(40)
+@given(data=st.data())
+def test_mutated_models(base_bank: Path, scratch: Path, data: st.DataObject) -> None:
+    model = SQUEEZENET.read_bytes()
+    how = data.draw(st.sampled_from(["truncate", "bytes", "random"]))
+    if how == "truncate":
+        body = model[:data.draw(st.integers(0, len(model) - 1))]
+    elif how == "random":
+        body = data.draw(st.binary(max_size=4096))
+    else:
+        out = bytearray(model)
+        for where, byte in data.draw(st.lists(st.tuples(st.integers(0, len(model) - 1),
+                                                        st.integers(0, 255)), min_size=1, max_size=8)):
+            out[where] = byte
+        body = bytes(out)
+    bank = fresh_copy(base_bank, scratch)
+    path = _write(bank.parent, "model.onnx", body)
+    refused_or_sound(["plan", str(path), *CHIP, "--db", str(bank)], bank)
+
+
+def _model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],
+           outputs: list[onnx.ValueInfoProto]) -> bytes:
+    graph = helper.make_graph(nodes, "hostile", inputs, outputs)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+FLOAT = TensorProto.FLOAT
+MODELS = {
+    "a cycle": (_model([helper.make_node("Relu", ["b"], ["a"], name="r1"),
+                        helper.make_node("Relu", ["a"], ["b"], name="r2")],
+                       [helper.make_tensor_value_info("x", FLOAT, [1, 4])],
+                       [helper.make_tensor_value_info("a", FLOAT, [1, 4])]), 1, "shape"),
+    "a missing shape": (_model([helper.make_node("Relu", ["x"], ["y"], name="r")],
+                               [helper.make_tensor_value_info("x", FLOAT, ["N", 4])],
+                               [helper.make_tensor_value_info("y", FLOAT, ["N", 4])]),
+                        1, "input 'x' has a dynamic or missing dimension; give it with --input-shape"),
+    "no nodes": (_model([], [helper.make_tensor_value_info("x", FLOAT, [1, 4])],
+                        [helper.make_tensor_value_info("x", FLOAT, [1, 4])]), 0, "0 keys"),
+    "an unknown operator": (_model([helper.make_node("NoSuchOp", ["x"], ["y"], name="n")],
+                                   [helper.make_tensor_value_info("x", FLOAT, [1, 4])],
+                                   [helper.make_tensor_value_info("y", FLOAT, [1, 4])]),
+                            0, "Not tunable (no search space, not counted): NoSuchOp x1"),
+    "not ONNX": (b"\x00\x01 this is not a protobuf " * 40, 1, "not an ONNX model"),
+}
+"""Each case: the model, the exit code of `tune` and what it must print (stderr on failure)."""
+
+
+@pytest.mark.parametrize("case", sorted(MODELS))
+def test_broken_models(case: str, base_bank: Path, scratch: Path) -> None:
+    body, code, text = MODELS[case]
+    bank = fresh_copy(base_bank, scratch)
+    path = _write(bank.parent, "model.onnx", body)
+    plan = refused_or_sound(["plan", str(path), *CHIP, "--db", str(bank)], bank)
+    tune = refused_or_sound(["tune", str(path), *CHIP, "--db", str(bank), "--budget", "1",
+                             "--progress-bar", "off"], bank)
+    assert plan.exit_code == tune.exit_code == code, (plan.output, tune.output)
+    assert text in (tune.stderr if code else tune.stdout + plan.stdout), tune.output
+
+
+# -- big files, folders, banks that are not banks -------------------------------------------------
+
+def test_a_50_mb_file_wherever_a_file_goes(base_bank: Path, scratch: Path) -> None:
+    bank = fresh_copy(base_bank, scratch)
+    junk = _write(bank.parent, "aoe_result_opat_junk.json", random.Random(7).randbytes(50 * 2**20))
+    big_json = _write(bank.parent, "big.json", b"[" + b"0," * (25 * 2**20) + b"0]")
+    runs = [
+        ["import", str(junk), *CHIP], ["import", str(big_json), *CHIP],
+        ["tune", str(junk), *CHIP], ["tune", str(SQUEEZENET), *CHIP, "--tuning-config", str(big_json)],
+        ["tune", str(SQUEEZENET), *CHIP, "--load-tuning-result", str(junk)],
+    ]
+    for args in runs:
+        result = refused_or_sound([*args, "--db", str(bank)], bank)
+        assert result.exit_code == 1, args
+
+
+@pytest.mark.parametrize("option", ["--tuning-config", "--tune-ops-file", "--load-tuning-result"])
+def test_a_folder_given_as_a_file(option: str, base_bank: Path, scratch: Path) -> None:
+    bank = fresh_copy(base_bank, scratch)
+    result = refused_or_sound(["tune", str(SQUEEZENET), *CHIP, option, str(bank.parent),
+                               "--db", str(bank)], bank)
+    assert result.exit_code == 2 and "is a directory" in result.stderr
+    empty = bank.parent / "empty-folder"
+    empty.mkdir()
+    result = refused_or_sound(["import", str(empty), "--db", str(bank)], bank)
+    assert result.exit_code == 1 and "no {soc}/unified_bank/" in result.stderr
+    empty.rmdir()
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (b"", "not a tunebank bank (no events table)"),
+    (b"SQLite format 3\x00" + b"\xff" * 200, "file is not a database"),
+    (random.Random(3).randbytes(8192), "file is not a database"),
+    (b"just some text\n", "file is not a database"),
+])
+def test_a_bank_file_that_is_not_a_bank(content: bytes, message: str, tmp_path: Path) -> None:
+    bank = tmp_path / "bank.db"
+    bank.write_bytes(content)
+    for args in (["tasks"], ["verify"], ["query", "--json"], ["export", "--format", "jsonl"]):
+        result = refused_or_sound([*args, "--db", str(bank)], bank)
+        assert result.exit_code == 1 and message in result.stderr, (args, result.stderr)
+
+
+def test_an_sqlite_database_of_something_else_gets_no_bank(tmp_path: Path) -> None:
+    import sqlite3
+
+    bank = tmp_path / "other.db"
+    with sqlite3.connect(bank) as conn:
+        conn.execute("CREATE TABLE customers (name TEXT)")
+    result = refused_or_sound(["import", str(AOE / "aoe_result_opat_20240315143005123_4711.json"),
+                               *CHIP, "--db", str(bank)], bank)
+    assert result.exit_code == 1
+    assert "an SQLite database of something else (tables: customers); no bank is made in it" \
+        in result.stderr
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    ("postgresql://tunebank@127.0.0.1:1/none", "Connection refused"),
+    ("postgresql://tunebank@127.0.0.1:notaport/none", "not a valid database URL"),
+    ("mysql://u@h/db", "database scheme 'mysql' is not supported"),
+])
+def test_a_database_url_that_leads_nowhere(url: str, message: str) -> None:
+    for args in (["tasks"], ["import", str(AOE / "aoe_result_opat_20240315143005123_4711.json"), *CHIP]):
+        result = runner.invoke(app, [*args, "--db", url])
+        assert result.exit_code == 1, result.output
+        (line,) = result.stderr.splitlines()
+        assert line.startswith("bank: error: ") and message in line
