@@ -8,6 +8,7 @@ bank byte for byte unchanged, or a success that verifies.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import shutil
@@ -309,3 +310,80 @@ def test_a_database_url_that_leads_nowhere(url: str, message: str) -> None:
         assert result.exit_code == 1, result.output
         (line,) = result.stderr.splitlines()
         assert line.startswith("bank: error: ") and message in line
+
+
+def _as_another_user(commands: list[list[str]], bank: Path, out: Path) -> list[dict[str, object]]:
+    """Run the commands as a user who may read the bank but not write it, and say what each
+    did. As root that is `nobody` in a forked child (every import done first, since the child
+    cannot read root's files); otherwise the write permission bits are taken away."""
+    import os
+
+    def run_all() -> list[dict[str, object]]:
+        done = []
+        for args in commands:
+            before = hashlib.sha256(bank.read_bytes()).hexdigest()
+            result = runner.invoke(app, [*args, "--db", str(bank)])
+            done.append({"args": args, "code": result.exit_code, "stderr": result.stderr,
+                         "traceback": not isinstance(result.exception, SystemExit | None),
+                         "unchanged": hashlib.sha256(bank.read_bytes()).hexdigest() == before})
+        return done
+
+    if os.geteuid() != 0:
+        bank.chmod(0o444)
+        bank.parent.chmod(0o555)
+        try:
+            return run_all()
+        finally:
+            bank.parent.chmod(0o755)
+            bank.chmod(0o644)
+    warm = bank.parent.parent / "warm.db"
+    shutil.copyfile(bank, warm)
+    for args in commands:  # as root, on a copy: every module the commands need gets imported
+        runner.invoke(app, [*args, "--db", str(warm)])
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            out.write_text(json.dumps(run_all()))
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    return list(json.loads(out.read_text()))
+
+
+def test_a_read_only_bank_reads_and_refuses_writes_in_one_line(base_bank: Path) -> None:
+    import os
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="tunebank-ro-"))  # outside pytest's root-only folders
+    try:
+        shared = folder / "shared"
+        shared.mkdir()
+        bank = shared / "bank.db"
+        shutil.copyfile(base_bank, bank)
+        inputs = folder / "inputs"
+        inputs.mkdir()
+        result_file = shutil.copy(AOE / "aoe_result_sgat_20240314101010101_4714.json", inputs)
+        model = shutil.copy(SQUEEZENET, inputs)
+        report = folder / "report.json"
+        for path in (folder, inputs, shared):
+            path.chmod(0o755)
+        if os.geteuid() == 0:
+            report.touch()
+            os.chown(report, 65534, 65534)
+        reads = [["tasks"], ["query", "--json"], ["verify"], ["events", "--json"],
+                 ["history", "--op-type", "Conv"]]
+        writes = [["import", result_file, *CHIP], ["tune", model, *CHIP, "--budget", "1"],
+                  ["rebuild"], ["upgrade"], ["init"]]
+        done = _as_another_user(reads + writes, bank, report)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    for run in done:
+        assert not run["traceback"] and run["unchanged"], run
+    for run in done[:len(reads)]:
+        assert run["code"] == 0, run
+    for run in done[len(reads):]:
+        assert run["code"] == 1, run
+        (line,) = str(run["stderr"]).splitlines()
+        assert "not writable by this user" in line or "read-only for this user" in line, run
