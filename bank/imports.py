@@ -20,6 +20,7 @@ from bank.formats.aoe_results import ImportedOp, ImportedReport, ImportFormatErr
 if TYPE_CHECKING:
     from bank.api import Bank
     from bank.formats.aoe_repo import RepoEntry
+    from bank.formats.jsonl import Anchor
 
 Resolver = Callable[[str], tuple[str, dict[str, Any], str] | None]
 """op name -> (repo_key, info_dict, op_type) from a model, or None if the model lacks it."""
@@ -165,11 +166,13 @@ class FileImport:
     events: int = 0
     unresolved: int = 0
     task_ids: list[str] = field(default_factory=list, repr=False)
+    head: dict[str, Any] | None = None  # events files: the bank they claim, their last seq and hash
 
     def as_json(self) -> dict[str, Any]:
-        return {"path": self.path, "kind": self.kind, "tasks": self.tasks,
-                "tasks_present": self.tasks_present, "events": self.events,
-                "unresolved": self.unresolved}
+        out = {"path": self.path, "kind": self.kind, "tasks": self.tasks,
+               "tasks_present": self.tasks_present, "events": self.events,
+               "unresolved": self.unresolved}
+        return {**out, "head": self.head} if self.head is not None else out
 
 
 @dataclass
@@ -194,17 +197,20 @@ class ImportReport:
 
 
 def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolver | None = None,
-                 model_name: str | None = None, model_hash: str | None = None) -> PreparedImport:
+                 model_name: str | None = None, model_hash: str | None = None,
+                 expect_head: Anchor | None = None) -> PreparedImport:
     """Read and validate every file and derive its events, touching no bank: an import that
-    fails here has written nothing anywhere.
+    fails here has written nothing anywhere. ``expect_head`` is a link every events file's
+    chain must pass through (see :class:`bank.formats.jsonl.Anchor`).
 
     Raises:
-        BankError: a file is malformed or an option is missing.
+        BankError: a file is malformed, an option is missing, or an events file's history is
+            not the anchored one.
     """
     from bank.errors import BankError
     from bank.formats.aoe_repo import read_tree
     from bank.formats.aoe_results import load_result_file
-    from bank.formats.jsonl import is_events_file, read_events
+    from bank.formats.jsonl import is_events_file, read_events_file
 
     events: list[Event] = []
     files: list[FileImport] = []
@@ -212,10 +218,13 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
         if path.is_dir():
             built, info = _tree_events(path, read_tree(path), soc_version)
         elif is_events_file(path):
-            built = read_events(path)
+            checked = read_events_file(path, expect_head)
+            built = checked.events
             task_ids = sorted({e.task_id for e in built})
             info = FileImport(str(path), "events", tasks=len(task_ids), events=len(built),
-                              task_ids=task_ids)
+                              task_ids=task_ids,
+                              head={"bank_id": checked.bank_id, "seq": checked.head_seq,
+                                    "hash": checked.head_hash, "anchored": expect_head is not None})
         else:
             if soc_version is None:
                 raise BankError(f"{path}: --soc-version is required to import an AOE result file")
@@ -230,6 +239,8 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
             info.tasks, info.events = len(info.task_ids), len(built)
         events += built
         files.append(info)
+    if expect_head is not None and not any(f.kind == "events" for f in files):
+        raise BankError("--expect-head: checks the chain of an events file, and none is imported")
     return PreparedImport(files, events)
 
 

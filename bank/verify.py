@@ -22,6 +22,9 @@ class VerifyReport:
     policies: int = 0
     problems: list[str] = field(default_factory=list)
     first_bad_seq: int | None = None
+    head_seq: int = 0
+    head_hash: str = GENESIS_HASH
+    """The last link of the chain as read (what a team anchors elsewhere)."""
 
     @property
     def ok(self) -> bool:
@@ -48,6 +51,7 @@ def check_log(store: EventStore, report: VerifyReport) -> Projection:
             except OutcomeRuleError as exc:
                 report.flag(stored.seq, f"seq {stored.seq}: breaks the outcome rules: {exc}")
             expected_seq, prev, last_seq = stored.seq + 1, stored.hash, stored.seq
+            report.head_seq, report.head_hash = stored.seq, stored.hash
     except (BankError, ValueError) as exc:
         report.flag(last_seq + 1, f"event after seq {last_seq}: cannot be read ({exc})")
     checkpoint = store.checkpoint()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from cli.common import DbOption, JsonOption, open_bank, print_json, user_errors
@@ -19,20 +21,27 @@ def init(db: DbOption = None, as_json: JsonOption = False) -> None:
 
 
 @user_errors
-def verify(db: DbOption = None, as_json: JsonOption = False) -> None:
+def verify(db: DbOption = None, head: Annotated[bool, typer.Option(
+        "--head", help="Also print the bank id and the last link of the hash chain (SEQ:HASH), to "
+                       "record elsewhere and check exports against (import --expect-head).")] = False,
+           as_json: JsonOption = False) -> None:
     """Replay the whole log and check it: hash chain, outcome rules, projections, invariants.
 
     Exits 1 and lists every problem if anything is wrong.
     """
     with open_bank(db) as bank:
         report = bank.verify()
+        bank_id = bank.bank_id
     if as_json:
         print_json({"ok": report.ok, "events": report.events, "tasks": report.tasks,
                     "policies": report.policies, "first_bad_seq": report.first_bad_seq,
-                    "problems": report.problems})
+                    "problems": report.problems, "bank_id": bank_id,
+                    "head": f"{report.head_seq}:{report.head_hash}"})
     elif report.ok:
         typer.echo(f"OK: {report.events} events, hash chain intact, {report.tasks} tasks and "
                    f"{report.policies} policies match a replay of the log")
+        if head:
+            typer.echo(f"head of bank {bank_id}: {report.head_seq}:{report.head_hash}")
     else:
         where = f" (first bad seq: {report.first_bad_seq})" if report.first_bad_seq else ""
         typer.echo(f"FAILED: {len(report.problems)} problem(s){where}")

@@ -39,10 +39,15 @@ def import_(
         exists=True, dir_okay=False, help="The ONNX model: op names resolve to real repo_keys.")] = None,
     input_shape: Annotated[str | None, typer.Option(
         "--input-shape", help="Fix the model's input shapes.")] = None,
+    expect_head: Annotated[str | None, typer.Option(
+        "--expect-head", metavar="[SEQ:]HASH",
+        help="Events files: refuse one whose hash chain does not pass through this link, as "
+             "`bank verify --head` printed it on the bank the file claims to come from.")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Import AOE result files (OPAT v1/v2, SGAT), AOE bank trees or events files, all or nothing."""
+    from bank.formats.jsonl import Anchor
     from bank.imports import apply_import, read_imports
 
     resolve = model_name = model_hash = None
@@ -51,7 +56,9 @@ def import_(
         from tuner.model import parse_input_shapes
 
         resolve, model_name, model_hash = model_resolver(model, parse_input_shapes(input_shape))
-    prepared = read_imports(paths, soc_version, resolve, model_name, model_hash)  # before the bank
+    anchor = Anchor.parse(expect_head) if expect_head is not None else None
+    prepared = read_imports(paths, soc_version, resolve, model_name, model_hash,  # before the bank
+                            anchor)
     with open_bank(db, create=True) as bank:
         report = apply_import(bank, prepared)
     if as_json:
@@ -60,6 +67,12 @@ def import_(
     print_table(["file", "kind", "tasks", "already_present", "events", "unresolved_names"],
                 [[f.path, f.kind, f.tasks, f.tasks_present, f.events, f.unresolved]
                  for f in report.files])
+    for f in report.files:
+        if f.head is not None:
+            checked = "matches --expect-head" if f.head["anchored"] else \
+                "not checked against an anchor (--expect-head)"
+            typer.echo(f"{f.path}: history of bank {f.head['bank_id']} up to seq {f.head['seq']}, "
+                       f"head {f.head['hash']}: {checked}")
     typer.echo(f"{report.appended} event(s) added, {report.skipped} already present")
 
 

@@ -5,7 +5,9 @@ appended."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -43,16 +45,74 @@ def is_events_file(path: Path) -> bool:
     return isinstance(first, dict) and first.get("format") == FORMAT
 
 
-def read_events(path: Path) -> list[Event]:
-    """Every event of an events file, checked: ids match contents and the hash chain holds.
+@dataclass(frozen=True)
+class Anchor:
+    """A link of a hash chain someone recorded elsewhere: the hash at ``seq`` (any seq if None)."""
+
+    hash: str
+    seq: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Anchor:
+        """``HASH`` or ``SEQ:HASH``, as ``bank verify --head`` prints them.
+
+        Raises:
+            EventFileError: the text is neither.
+        """
+        seq, _, digest = text.strip().rpartition(":")
+        if not re.fullmatch(r"[0-9a-f]{64}", digest) or (seq and not seq.isdigit()):
+            raise EventFileError(f"--expect-head: {text!r} is not HASH or SEQ:HASH (64 hex digits)")
+        return cls(digest, int(seq) if seq else None)
+
+
+@dataclass(frozen=True)
+class EventsFile:
+    """An events file, checked: its events, the bank it says it comes from, and its head."""
+
+    events: list[Event]
+    bank_id: str
+    head_seq: int
+    head_hash: str
+
+
+def read_events(path: Path, expect: Anchor | None = None) -> list[Event]:
+    """Every event of an events file, checked (see :func:`read_events_file`)."""
+    return read_events_file(path, expect).events
+
+
+def read_events_file(path: Path, expect: Anchor | None = None) -> EventsFile:
+    """An events file, checked: ids match contents, the hash chain holds and, with ``expect``,
+    the chain passes through that link, so its history up to there is the one anchored.
 
     Raises:
-        EventFileError: the header, a line, an id or a link is wrong; the message names the line.
+        EventFileError: the header, a line, an id or a link is wrong (the message names the
+            line), or the chain does not pass through ``expect``.
     """
-    return [stored.event for stored in _checked(path)]
+    header, events = _checked(path)
+    stored = list(events)
+    head_seq, head_hash = (stored[-1].seq, stored[-1].hash) if stored else (0, GENESIS_HASH)
+    if expect is not None:
+        _check_anchor(path, stored, expect)
+    return EventsFile([s.event for s in stored], str(header.get("bank_id", "unknown")),
+                      head_seq, head_hash)
 
 
-def _checked(path: Path) -> Iterator[StoredEvent]:
+def _check_anchor(path: Path, stored: list[StoredEvent], expect: Anchor) -> None:
+    if expect.seq is None:
+        if any(s.hash == expect.hash for s in stored):
+            return
+        raise EventFileError(f"{path}: no event's hash is the expected head {expect.hash[:16]}...; "
+                             "this is not the history that was anchored")
+    if expect.seq > len(stored):
+        raise EventFileError(f"{path}: ends at seq {len(stored)}, before the expected head's seq "
+                             f"{expect.seq}")
+    found = stored[expect.seq - 1].hash if expect.seq else GENESIS_HASH
+    if found != expect.hash:
+        raise EventFileError(f"{path}: at seq {expect.seq} the hash is {found[:16]}..., not the "
+                             f"expected {expect.hash[:16]}...; its history differs from the anchored one")
+
+
+def _checked(path: Path) -> tuple[dict[str, Any], Iterator[StoredEvent]]:
     lines = read_text(path, EventFileError).splitlines()
     header = json_object(path, 1, lines[0] if lines else "", EventFileError)
     if header.get("format") != FORMAT:
@@ -60,6 +120,10 @@ def _checked(path: Path) -> Iterator[StoredEvent]:
     if header.get("schema_version") != SCHEMA_VERSION:
         raise EventFileError(f"{path}: line 1: schema_version {header.get('schema_version')!r} "
                              f"is not {SCHEMA_VERSION}, the version this tunebank reads")
+    return header, _links(path, lines)
+
+
+def _links(path: Path, lines: list[str]) -> Iterator[StoredEvent]:
     prev, seq = GENESIS_HASH, 0
     for number, text in enumerate(lines[1:], 2):
         if not text.strip():
