@@ -82,7 +82,7 @@ def test_twenty_kills_each_resume_to_the_uninterrupted_bank(
     rng = random.Random(20261203)
     landed = []
     for n in range(KILLS):
-        key, delay = rng.randint(1, keys - 2), rng.uniform(0.0, 0.003)
+        key, delay = rng.randint(1, keys - 2), rng.uniform(0.0, 0.02)
         db, work = tmp_path / f"killed{n}.db", tmp_path / f"work{n}"
         code = kill_tune_at(["tune", MODEL, *SEARCH, "--db", str(db)], work, key, delay)
         assert code == -9, (work / "stderr").read_text()
