@@ -20,4 +20,4 @@ echo "\$ bank tune fixtures/models/vgg19.onnx --soc-version Ascend910B2 --db col
 bank tune fixtures/models/vgg19.onnx --soc-version Ascend910B2 --db colleague.db --progress-bar off > /dev/null
 show bank merge colleague.db --db tunebank.db
 show bank export --format aoe-repo --out banks --db tunebank.db
-show bank verify --db tunebank.db
+show bank verify --head --db tunebank.db
