@@ -30,6 +30,19 @@ settings.load_profile("tunebank")
 _HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="tunebank-hypothesis-")
 set_hypothesis_home_dir(_HYPOTHESIS_HOME)
 _SNAPSHOT: RepoSnapshot | None = None
+_CALLERS: dict[str, str] = {}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Clear the caller's AOE variables for the whole run, before any fixture of any scope runs
+    (the per-test fixture below clears them again, for tests that set them)."""
+    for name in CALLER_ENV:
+        if name in os.environ:
+            _CALLERS[name] = os.environ.pop(name)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    os.environ.update(_CALLERS)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
