@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -21,7 +21,7 @@ from bank.events import (
 from bank.location import BankLocation, prepare_for_write, resolve, writable
 from bank.migrate import UpgradeReport, check_version, upgrade
 from bank.projection import Policy, Projection, TaskView, info_digest
-from bank.store import AppendResult, EventFilter, EventStore, PolicyFilter
+from bank.store import AppendResult, EventFilter, EventStore, PolicyFilter, StreamResult
 from bank.verify import VerifyReport, rebuild, verify
 
 
@@ -147,6 +147,11 @@ class Bank:
     def append(self, events: Sequence[Event]) -> AppendResult:
         """Append prepared events in one transaction (see :meth:`EventStore.append`)."""
         return self.store.append(events)
+
+    def append_stream(self, make_events: Callable[[], Iterable[Event]]) -> StreamResult:
+        """Append a stream of events of any length in one transaction, with flat memory (see
+        :meth:`EventStore.append_stream`)."""
+        return self.store.append_stream(make_events)
 
     def start_task(self, soc_version: str, *, tuning_name: str, model_name: str | None = None,
                    model_hash: str | None = None, job_type: str = "opat",

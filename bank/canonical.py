@@ -4,12 +4,60 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
+
+import orjson
+
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                            allow_nan=False)
+_FAST = (orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+         | orjson.OPT_PASSTHROUGH_DATETIME)
+_EXPONENT = re.compile(rb"[0-9]e[-0-9]")  # json writes 1e-07 and 1e+16 where orjson writes 1e-7, 1e16
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def canonical_json(value: Any) -> str:
-    """Serialise ``value`` with sorted keys, no spaces and no NaN, so equal values give equal text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """Serialise ``value`` with sorted keys, no spaces and no NaN, so equal values give equal text.
+
+    The definition is ``json.dumps(value, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=False, allow_nan=False)``. orjson writes the same bytes ten times faster for
+    every JSON value but two cases, so it is used unless the text shows one of them: a float
+    with an exponent (the two spell exponents differently) and a ``null`` that stood for NaN or
+    an infinity (orjson writes those as null, json refuses them). Types json does not know and
+    orjson does not pass on (a subclass, a dataclass, a datetime, a non-string key, an integer
+    beyond 64 bits) go to json itself. tests/bank/test_encoding.py holds the two equal.
+
+    Raises:
+        TypeError: a value JSON has no form for.
+        ValueError: NaN or an infinity.
+        RecursionError: a value that contains itself (or is nested too deeply).
+    """
+    try:
+        text = orjson.dumps(value, default=_refuse, option=_FAST)
+    except (orjson.JSONEncodeError, RecursionError):
+        return _ENCODER.encode(value)
+    if _EXPONENT.search(text) or (b"null" in text and orjson.loads(text) != value):
+        return _ENCODER.encode(value)
+    return text.decode("utf-8")
+
+
+_LONG_DIGITS = re.compile(r"[0-9]{19}")  # orjson reads integers beyond 64 bits as floats
+
+
+def parse_json(text: str) -> Any:
+    """Decode JSON text as ``json.loads`` does: through orjson where that gives the same value,
+    through json where orjson would differ (an integer of 19 digits or more, which orjson may
+    turn into a float) or refuses what json accepts (an escaped lone surrogate, NaN)."""
+    if _LONG_DIGITS.search(text):
+        return json.loads(text)
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def sha256_hex(text: str) -> str:

@@ -7,16 +7,17 @@ accepted: it has a position (``seq``) and a place in the hash chain.
 
 from __future__ import annotations
 
-import json
+import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import cached_property
+from json.encoder import encode_basestring
 from typing import Any
 
-from bank.canonical import canonical_json, sha256_hex
+from bank.canonical import canonical_json, parse_json, sha256_hex
 from bank.errors import EventValidationError
 
 GENESIS_HASH = "0" * 64
@@ -51,7 +52,8 @@ def format_time(moment: datetime) -> str:
     """Render a time as the log stores it: ISO 8601 in UTC with microseconds and a ``Z``."""
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    text = moment.astimezone(UTC).isoformat(timespec="microseconds")  # a quarter of strftime's cost
+    return text.removesuffix("+00:00") + "Z"
 
 
 def parse_time(text: str) -> datetime:
@@ -85,6 +87,30 @@ class Event:
 
     def __post_init__(self) -> None:
         _validate(self)
+        try:
+            self.payload_json  # noqa: B018 - computing it (and caching it) is the check
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise EventValidationError(f"{self.kind} event: payload is not JSON-serialisable "
+                                       f"({exc})") from exc
+
+    @classmethod
+    def stored(cls, kind: str, soc_version: str, task_id: str, recorded_at: str, origin: str,
+               payload_json: str, repo_key: str | None = None, op_name: str | None = None,
+               op_type: str | None = None) -> Event:
+        """An event as a log holds it, its payload text kept byte for byte (the hashes cover
+        those bytes, not a re-encoding): the fields are checked, nothing is encoded again.
+
+        Raises:
+            EventValidationError: a field is missing or wrong, or the payload is not an object.
+            ValueError: ``kind`` is not an event kind.
+        """
+        event = object.__new__(cls)
+        event.__dict__.update(kind=EventKind(kind), soc_version=soc_version, task_id=task_id,
+                              recorded_at=recorded_at, origin=origin,
+                              payload=decode_payload(payload_json), repo_key=repo_key,
+                              op_name=op_name, op_type=op_type, payload_json=payload_json)
+        _validate(event)
+        return event
 
     @cached_property
     def payload_json(self) -> str:
@@ -106,9 +132,23 @@ class Event:
         }
 
     @cached_property
+    def _halves(self) -> tuple[str, str]:
+        return content_halves(str(self.kind), self.soc_version, self.repo_key, self.task_id,
+                              self.op_name, self.op_type, self.recorded_at, self.origin,
+                              self.payload_json)
+
+    @cached_property
     def event_id(self) -> str:
         """32 hex digits of the SHA-256 of the event's canonical content."""
-        return event_id_of(self.content())
+        head, tail = self._halves
+        return hashlib.sha256((head + tail).encode("utf-8")).hexdigest()[:32]
+
+    def link_hash(self, prev_hash: str, seq: int, event_id: str | None = None) -> str:
+        """:func:`chain_hash` of this event at ``seq`` after ``prev_hash`` (with its own id unless
+        ``event_id`` is given), from the content JSON built once."""
+        head, tail = self._halves
+        return link_hash(prev_hash, seq, self.event_id if event_id is None else event_id,
+                         head, tail)
 
 
 @dataclass(frozen=True)
@@ -129,20 +169,53 @@ class StoredEvent:
                 "prev_hash": self.prev_hash, "hash": self.hash}
 
 
+def json_string(value: str | None) -> str:
+    """A string (or ``None``) as JSON, exactly as :func:`canonical_json` writes it."""
+    return "null" if value is None else encode_basestring(value)
+
+
+def content_halves(kind: str, soc_version: str, repo_key: str | None, task_id: str,
+                   op_name: str | None, op_type: str | None, recorded_at: str, origin: str,
+                   payload_json: str) -> tuple[str, str]:
+    """The canonical JSON of an event's content, split where the chain's ``seq`` goes.
+
+    ``head + tail`` is exactly ``canonical_json(content)`` (the keys in sorted order, each value
+    encoded once); the chain body puts ``event_id`` first and ``seq`` between the two. Built by
+    hand because it runs for every event written, read or verified; tests/bank/test_encoding.py
+    holds it equal to :func:`canonical_json` on arbitrary content.
+    """
+    head = (f'{{"kind":{json_string(kind)},"op_name":{json_string(op_name)},"op_type":{json_string(op_type)},'
+            f'"origin":{json_string(origin)},"payload":{json_string(payload_json)},'
+            f'"recorded_at":{json_string(recorded_at)},"repo_key":{json_string(repo_key)},')
+    tail = f'"soc_version":{json_string(soc_version)},"task_id":{json_string(task_id)}}}'
+    return head, tail
+
+
+def link_hash(prev_hash: str, seq: int, event_id: str, head: str, tail: str) -> str:
+    """:func:`chain_hash` from the halves :func:`content_halves` made."""
+    body = f'{{"event_id":{json_string(event_id)},{head[1:]}"seq":{seq:d},{tail}'
+    return hashlib.sha256((prev_hash + body).encode("utf-8")).hexdigest()
+
+
 def event_id_of(content: Mapping[str, Any]) -> str:
-    """The event id for a content mapping as returned by :meth:`Event.content`."""
+    """The event id for a content mapping as returned by :meth:`Event.content` (the reference
+    definition; the write path builds the same bytes with :func:`content_halves`)."""
     return sha256_hex(canonical_json(dict(content)))[:32]
 
 
 def chain_hash(prev_hash: str, seq: int, event_id: str, content: Mapping[str, Any]) -> str:
-    """The hash of one link: SHA-256 over the previous hash and the event's canonical JSON."""
+    """The hash of one link: SHA-256 over the previous hash and the event's canonical JSON (the
+    reference definition; see :func:`link_hash`)."""
     body = canonical_json({"seq": seq, "event_id": event_id, **content})
     return sha256_hex(prev_hash + body)
 
 
 def decode_payload(text: str) -> dict[str, Any]:
     """Decode a stored payload; a payload that is not a JSON object becomes an error."""
-    value = json.loads(text)
+    try:
+        value = parse_json(text)
+    except (TypeError, ValueError) as exc:
+        raise EventValidationError(f"payload: not JSON ({exc})") from exc
     if not isinstance(value, dict):
         raise EventValidationError("payload: must be a JSON object")
     return value
@@ -159,10 +232,6 @@ def _validate(event: Event) -> None:
         if not event.repo_key:
             raise EventValidationError(f"{where}: field repo_key is required for outcomes")
         _validate_outcome_payload(where, event.payload, event.kind in POLICY_KINDS)
-    try:
-        event.payload_json  # noqa: B018 - computing it (and caching it) is the check
-    except (TypeError, ValueError) as exc:
-        raise EventValidationError(f"{where}: payload is not JSON-serialisable ({exc})") from exc
 
 
 def _validate_outcome_payload(where: str, payload: Mapping[str, Any], sets_policy: bool) -> None:

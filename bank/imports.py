@@ -8,7 +8,7 @@ banks that are merged later, adds each event once.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -177,10 +177,15 @@ class FileImport:
 
 @dataclass
 class PreparedImport:
-    """Every file read and checked, with the events it comes to; nothing written yet."""
+    """Every file read and checked, with the events it comes to; nothing written yet.
+
+    Events files are not held in memory: ``streams`` names them, and :func:`apply_import`
+    reads and checks them line by line as it appends (a bad line rolls the import back)."""
 
     files: list[FileImport]
     events: list[Event]
+    streams: list[tuple[FileImport, Path]] = field(default_factory=list)
+    expect_head: Anchor | None = None
 
 
 @dataclass
@@ -210,21 +215,19 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
     from bank.errors import BankError
     from bank.formats.aoe_repo import read_tree
     from bank.formats.aoe_results import load_result_file
-    from bank.formats.jsonl import is_events_file, read_events_file
+    from bank.formats.jsonl import is_events_file
 
     events: list[Event] = []
     files: list[FileImport] = []
+    streams: list[tuple[FileImport, Path]] = []
     for path in paths:
         if path.is_dir():
             built, info = _tree_events(path, read_tree(path), soc_version)
         elif is_events_file(path):
-            checked = read_events_file(path, expect_head)
-            built = checked.events
-            task_ids = sorted({e.task_id for e in built})
-            info = FileImport(str(path), "events", tasks=len(task_ids), events=len(built),
-                              task_ids=task_ids,
-                              head={"bank_id": checked.bank_id, "seq": checked.head_seq,
-                                    "hash": checked.head_hash, "anchored": expect_head is not None})
+            info = FileImport(str(path), "events")
+            streams.append((info, path))
+            files.append(info)
+            continue
         else:
             if soc_version is None:
                 raise BankError(f"{path}: --soc-version is required to import an AOE result file")
@@ -241,7 +244,7 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
         files.append(info)
     if expect_head is not None and not any(f.kind == "events" for f in files):
         raise BankError("--expect-head: checks the chain of an events file, and none is imported")
-    return PreparedImport(files, events)
+    return PreparedImport(files, events, streams, expect_head)
 
 
 def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
@@ -251,12 +254,33 @@ def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
     Raises:
         BankError: the events break the outcome rules in this bank, or the store refused.
     """
+    from bank.formats.jsonl import EventsFileInfo, iter_events_file
+
     present = {t.task_id for t in bank.tasks()}
+    if prepared.streams:
+        found = {id(info): EventsFileInfo() for info, _ in prepared.streams}
+
+        def events() -> Iterator[Event]:
+            yield from prepared.events
+            for info, path in prepared.streams:
+                found[id(info)] = EventsFileInfo()
+                yield from iter_events_file(path, prepared.expect_head, found[id(info)])
+
+        streamed = bank.append_stream(events)
+        appended, skipped = streamed.appended, streamed.skipped
+        for info, _ in prepared.streams:
+            read = found[id(info)]
+            info.task_ids = sorted(read.task_ids)
+            info.tasks, info.events = len(info.task_ids), read.events
+            info.head = {"bank_id": read.bank_id, "seq": read.head_seq, "hash": read.head_hash,
+                         "anchored": prepared.expect_head is not None}
+    else:
+        result = bank.append(prepared.events)
+        appended, skipped = len(result.appended), len(result.skipped)
     for info in prepared.files:
         info.tasks_present = sum(1 for task in info.task_ids if task in present)
         info.tasks -= info.tasks_present
-    result = bank.append(prepared.events)
-    return ImportReport(prepared.files, len(result.appended), len(result.skipped))
+    return ImportReport(prepared.files, appended, skipped)
 
 
 def import_paths(bank: Bank, paths: Sequence[Path], soc_version: str | None,

@@ -52,7 +52,7 @@ class MergeReport:
 
 
 def merge_into(target: Bank, source: Bank) -> MergeReport:
-    """Append every event of ``source`` that ``target`` lacks, in one transaction.
+    """Append every event of ``source`` that ``target`` lacks, in one transaction, streamed.
 
     Raises:
         OutcomeRuleError: the source's log breaks the outcome rules in the target (nothing is
@@ -60,11 +60,10 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
     """
     before = _by_key(target.store.policies())
     theirs = _by_key(source.store.policies())
-    result = target.append([stored.event for stored in source.events()])
+    result = target.append_stream(lambda: (stored.event for stored in source.events()))
     after = _by_key(target.store.policies())
     report = MergeReport(source=str(source.location.path or source.location.url),
-                         added=len(result.appended),
-                         present=len(result.skipped))
+                         added=result.appended, present=result.skipped)
     report.policies_changed = sum(1 for key, p in after.items()
                                   if key not in before or before[key].event_id != p.event_id)
     for key, mine in before.items():

@@ -4,7 +4,7 @@ A bank records the schema version it was written with (:data:`bank.schema.SCHEMA
 Opening one of another version is an error that says what to do: an older bank is upgraded
 explicitly, a newer one needs a newer tunebank. An upgrade runs in one write transaction: it
 changes what each step names, re-derives the projections from the log when a step changed
-them, and records the new version. The events table is never touched.
+them, and records the new version. No event is ever touched (version 4 changes an index).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from sqlalchemy import Table, insert, update
 from sqlmodel import Session, SQLModel, col
 
 from bank.errors import BankError
-from bank.projection import Projection
-from bank.schema import SCHEMA_VERSION, CheckpointRow, MetaRow, PolicyRow, TaskKeyRow, TaskRow
+from bank.schema import SCHEMA_VERSION, CheckpointRow, EventRow, MetaRow, PolicyRow, TaskRow
 
 if TYPE_CHECKING:
     from bank.store import EventStore
@@ -47,14 +46,25 @@ def check_version(store: EventStore, where: str) -> None:
 
 def _rederive(session: Session) -> None:
     """Replace the projection tables with this version's and derive them from the log."""
-    tables = [_table(model) for model in (PolicyRow, TaskRow, TaskKeyRow)]
+    tables = [_table(model) for model in (PolicyRow, TaskRow)]
     conn = session.connection()
+    conn.exec_driver_sql("DROP TABLE IF EXISTS task_key")
     SQLModel.metadata.drop_all(conn, tables=tables)
     SQLModel.metadata.create_all(conn, tables=tables)
 
 
 def _nothing_else(session: Session) -> None:
     """Version 3 only records the schema version in bank_meta, which every upgrade does."""
+
+
+def _key_states_from_the_log(session: Session) -> None:
+    """Version 4 drops the task_key projection and indexes the log on (task_id, repo_key)."""
+    conn = session.connection()
+    conn.exec_driver_sql("DROP TABLE IF EXISTS task_key")
+    conn.exec_driver_sql("DROP INDEX IF EXISTS ix_events_task_id")
+    for index in _table(EventRow).indexes:
+        if index.name == "ix_events_task_key":
+            index.create(conn, checkfirst=True)
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,8 @@ class Step:
 STEPS = (
     Step(1, _rederive, True, "policy gains cost_model_version; projections derived again"),
     Step(2, _nothing_else, False, "the schema version is kept in bank_meta"),
+    Step(3, _key_states_from_the_log, False,
+         "task_key dropped: key states are read from the log, indexed on (task_id, repo_key)"),
 )
 
 
@@ -103,7 +115,7 @@ def upgrade(store: EventStore, where: str) -> UpgradeReport:
             step.change(session)
         head = _head_seq(session)
         if any(step.rederive for step in steps):
-            head = store.derive_projection(session, Projection(), 0)
+            head = store.derive_projection(session)
         session.execute(update(CheckpointRow).values(schema_version=SCHEMA_VERSION))
         if found < SCHEMA_VERSION:
             _set_meta(session, "schema_version", str(SCHEMA_VERSION))

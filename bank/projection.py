@@ -7,11 +7,12 @@ batch touches, so the rules are checked against the bank's real state), ``rebuil
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bank.canonical import digest
+from bank.canonical import canonical_json, digest
 from bank.errors import OutcomeRuleError
 from bank.events import OUTCOME_KINDS, POLICY_KINDS, TASK_STATUSES, EventKind, StoredEvent
 
@@ -41,6 +42,10 @@ def info_digest(info_dict: dict[str, Any] | None) -> str:
     return digest(info_dict or {})[:32]
 
 
+def _digest_of_json(info_json: str) -> str:
+    return hashlib.sha256(info_json.encode("utf-8")).hexdigest()[:32]
+
+
 @dataclass(frozen=True)
 class Policy:
     """The best known entry for one operator on one chip."""
@@ -59,6 +64,8 @@ class Policy:
     tune_mode: str | None = None
     backend: str | None = None
     cost_model_version: str | None = None
+    info_json: str | None = field(default=None, compare=False, repr=False)
+    """``info_dict``'s canonical JSON when it is already known (a cache, not part of the value)."""
 
     @property
     def key(self) -> PolicyKey:
@@ -129,17 +136,100 @@ class TaskView:
         return problems
 
 
-@dataclass
-class Projection:
-    """Policies, tasks and per-task key states, folded event by event.
+PolicyRef = tuple[float, str, int]
+"""What a compact projection keeps of a winning policy: (best_us, event_id, seq); the rest is
+the winning event's, read again from the log when needed."""
 
-    ``key_states`` maps (task_id, repo_key) to the last outcome kind recorded for that key in that
-    task; ``hit`` means the key is open, waiting for its ``update`` or ``reserved``.
+_TALLY_FIELDS = ("add_num", "hit_num", "update_num", "reserved_num", "unsatisfied_num",
+                 "open_hits", "last_seq")
+_TALLY_INDEX = {
+    EventKind.ADD: 0,
+    EventKind.HIT: 1,
+    EventKind.UPDATE: 2,
+    EventKind.RESERVED: 3,
+    EventKind.UNSATISFIED: 4,
+}
+_OPEN, _LAST = 5, 6
+
+
+def policy_of(stored: StoredEvent) -> Policy:
+    """The policy an add or update event offers for its key."""
+    event = stored.event
+    p = event.payload
+    info = dict(p.get("info_dict") or {})
+    info_json = canonical_json(info)
+    assert event.repo_key is not None
+    return Policy(
+        soc_version=event.soc_version,
+        repo_key=event.repo_key,
+        info_digest=_digest_of_json(info_json),
+        op_type=event.op_type,
+        info_dict=info,
+        knowledge=dict(p["knowledge"]),
+        best_us=float(p.get("performance_after_us", math.inf)),  # unknown: beaten by any time
+        seq=stored.seq,
+        task_id=event.task_id,
+        event_id=stored.event_id,
+        origin=event.origin,
+        tune_mode=p.get("tune_mode"),
+        backend=p.get("backend"),
+        cost_model_version=p.get("cost_model_version"),
+        info_json=info_json,
+    )
+
+
+class Projection:
+    """Policies, tasks and the key states of running tasks, folded event by event.
+
+    ``key_states`` maps a running task's id to the last outcome kind of each key in it; ``hit``
+    means the key is open, waiting for its ``update`` or ``reserved``. A finished task takes no
+    more events, so its key states are dropped when it finishes: memory follows the tasks still
+    running, not the log.
+
+    A ``compact`` projection keeps only a :data:`PolicyRef` per policy key (in ``winners``),
+    for folds over a whole log (verify, rebuild) whose memory must not grow with the policies'
+    contents; ``policies`` then stays empty.
+
+    Counters are kept in place while events are folded and the :class:`TaskView` values are
+    built when ``tasks`` is read, once per task rather than once per event.
     """
 
-    policies: dict[PolicyKey, Policy] = field(default_factory=dict)
-    tasks: dict[str, TaskView] = field(default_factory=dict)
-    key_states: dict[tuple[str, str], str] = field(default_factory=dict)
+    def __init__(self, policies: dict[PolicyKey, Policy] | None = None,
+                 tasks: dict[str, TaskView] | None = None,
+                 key_states: dict[str, dict[str, str]] | None = None, *,
+                 compact: bool = False) -> None:
+        self.policies: dict[PolicyKey, Policy] = dict(policies or {})
+        self.winners: dict[PolicyKey, PolicyRef] = {}
+        self.key_states: dict[str, dict[str, str]] = {
+            task: dict(states) for task, states in (key_states or {}).items()}
+        self.compact = compact
+        self._tasks: dict[str, TaskView] = dict(tasks or {})
+        self._tally: dict[str, list[int]] = {}
+
+    @property
+    def tasks(self) -> dict[str, TaskView]:
+        """Every task folded so far, by id."""
+        for task_id, (add, hit, update, reserved, unsatisfied, open_hits, last) in self._tally.items():
+            self._tasks[task_id] = replace(
+                self._tasks[task_id], add_num=add, hit_num=hit, update_num=update,
+                reserved_num=reserved, unsatisfied_num=unsatisfied, open_hits=open_hits,
+                last_seq=last)
+        self._tally.clear()
+        return self._tasks
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Projection):
+            return NotImplemented
+        return (self.policies, self.winners, self.tasks, self.key_states) == (
+            other.policies, other.winners, other.tasks, other.key_states)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
+
+    def copy(self) -> Projection:
+        """An independent projection holding the same state."""
+        other = Projection(self.policies, self.tasks, self.key_states, compact=self.compact)
+        other.winners = dict(self.winners)
+        return other
 
     def apply(self, stored: StoredEvent) -> None:
         """Fold one event in.
@@ -148,18 +238,18 @@ class Projection:
             OutcomeRuleError: the event breaks the outcome rules given the state so far.
         """
         kind = stored.event.kind
-        if kind == EventKind.TASK_STARTED:
+        if kind in OUTCOME_KINDS:
+            self._outcome(stored)
+        elif kind == EventKind.TASK_STARTED:
             self._start(stored)
         elif kind == EventKind.TASK_FINISHED:
             self._finish(stored)
-        elif kind in OUTCOME_KINDS:
-            self._outcome(stored)
         if kind in POLICY_KINDS:
             self.offer_policy(stored)
 
     def _task(self, stored: StoredEvent) -> TaskView:
         event = stored.event
-        task = self.tasks.get(event.task_id)
+        task = self._tasks.get(event.task_id)
         if task is None:
             raise OutcomeRuleError(f"{event.kind} for task {event.task_id}: the task was never started")
         if task.finished:
@@ -175,10 +265,10 @@ class Projection:
 
     def _start(self, stored: StoredEvent) -> None:
         event = stored.event
-        if event.task_id in self.tasks:
+        if event.task_id in self._tasks:
             raise OutcomeRuleError(f"task_started for task {event.task_id}: the task already exists")
         p = event.payload
-        self.tasks[event.task_id] = TaskView(
+        self._tasks[event.task_id] = TaskView(
             task_id=event.task_id,
             soc_version=event.soc_version,
             origin=event.origin,
@@ -194,7 +284,8 @@ class Projection:
 
     def _finish(self, stored: StoredEvent) -> None:
         event = stored.event
-        task = self._task(stored)
+        self._task(stored)
+        task = self.tasks[event.task_id]  # with its counters up to date
         if task.open_hits:
             raise OutcomeRuleError(
                 f"task_finished for task {task.task_id}: {task.open_hits} hit(s) still wait for "
@@ -207,7 +298,7 @@ class Projection:
                 f"task_finished for task {task.task_id}: payload.status must be one of "
                 f"{', '.join(TASK_STATUSES)}, not {status!r}"
             )
-        self.tasks[task.task_id] = replace(
+        self._tasks[task.task_id] = replace(
             task,
             status=status,
             finished_at=event.recorded_at,
@@ -217,57 +308,56 @@ class Projection:
             model_result_ms=p.get("model_result_ms"),
             failed_operators=tuple(p.get("failed_operators") or ()),
         )
+        self.key_states.pop(task.task_id, None)
 
     def _outcome(self, stored: StoredEvent) -> None:
         event = stored.event
         task = self._task(stored)
-        assert event.repo_key is not None  # checked when the Event was built
-        slot = (task.task_id, event.repo_key)
-        state = self.key_states.get(slot)
-        where = f"{event.kind} of key {event.repo_key} ({event.op_name or 'unnamed'}) in task {task.task_id}"
-        if event.kind in (EventKind.UPDATE, EventKind.RESERVED):
+        repo_key = event.repo_key
+        assert repo_key is not None  # checked when the Event was built
+        states = self.key_states.setdefault(task.task_id, {})
+        state = states.get(repo_key)
+        tally = self._tally.get(task.task_id)
+        if tally is None:
+            tally = self._tally[task.task_id] = [getattr(task, name) for name in _TALLY_FIELDS]
+        kind = event.kind
+        if kind == EventKind.UPDATE or kind == EventKind.RESERVED:
             if state != EventKind.HIT:
                 why = "without a hit before it" if state is None else f"after its {state}"
-                raise OutcomeRuleError(f"{where}: {why}")
-            open_hits = task.open_hits - 1
+                raise OutcomeRuleError(f"{self._where(stored)}: {why}")
+            tally[_OPEN] -= 1
         else:
             if state is not None:
-                raise OutcomeRuleError(f"{where}: the key already has its {state} in this task")
-            open_hits = task.open_hits + (1 if event.kind == EventKind.HIT else 0)
-        counter = _COUNTER[event.kind]
-        self.tasks[task.task_id] = replace(
-            task,
-            open_hits=open_hits,
-            last_seq=stored.seq,
-            **{counter: getattr(task, counter) + 1},
-        )
-        self.key_states[slot] = str(event.kind)
+                raise OutcomeRuleError(f"{self._where(stored)}: the key already has its {state} "
+                                       "in this task")
+            if kind == EventKind.HIT:
+                tally[_OPEN] += 1
+        tally[_TALLY_INDEX[kind]] += 1
+        tally[_LAST] = stored.seq
+        states[repo_key] = str(kind)
+
+    @staticmethod
+    def _where(stored: StoredEvent) -> str:
+        event = stored.event
+        return (f"{event.kind} of key {event.repo_key} ({event.op_name or 'unnamed'}) in task "
+                f"{event.task_id}")
 
     def offer_policy(self, stored: StoredEvent) -> None:
         """Let an add or update compete for its key's policy (no task rules: used for time travel)."""
+        if not self.compact:
+            candidate = policy_of(stored)
+            current = self.policies.get(candidate.key)
+            if current is None or candidate.beats(current):
+                self.policies[candidate.key] = candidate
+            return
         event = stored.event
         p = event.payload
-        info = dict(p.get("info_dict") or {})
         assert event.repo_key is not None
-        candidate = Policy(
-            soc_version=event.soc_version,
-            repo_key=event.repo_key,
-            info_digest=info_digest(info),
-            op_type=event.op_type,
-            info_dict=info,
-            knowledge=dict(p["knowledge"]),
-            best_us=float(p.get("performance_after_us", math.inf)),  # unknown: beaten by any time
-            seq=stored.seq,
-            task_id=event.task_id,
-            event_id=stored.event_id,
-            origin=event.origin,
-            tune_mode=p.get("tune_mode"),
-            backend=p.get("backend"),
-            cost_model_version=p.get("cost_model_version"),
-        )
-        current = self.policies.get(candidate.key)
-        if current is None or candidate.beats(current):
-            self.policies[candidate.key] = candidate
+        key = (event.soc_version, event.repo_key, info_digest(p.get("info_dict")))
+        ref = (float(p.get("performance_after_us", math.inf)), stored.event_id, stored.seq)
+        held = self.winners.get(key)
+        if held is None or ref[:2] < held[:2]:
+            self.winners[key] = ref
 
 
 def replay(events: list[StoredEvent] | Any) -> Projection:

@@ -1,4 +1,8 @@
-"""Conversions between table rows and the domain's frozen values."""
+"""Conversions between table rows and the domain's frozen values.
+
+The hot paths (appending, reading the log, looking keys up) go through the driver with plain
+tuples in the column order of :mod:`bank.sql`; the rest reads rows through SQLModel.
+"""
 
 from __future__ import annotations
 
@@ -6,70 +10,64 @@ import json
 from dataclasses import fields
 from typing import Any
 
-from bank.canonical import canonical_json
-from bank.events import Event, EventKind, StoredEvent, decode_payload
+from bank.canonical import canonical_json, parse_json
+from bank.events import Event, StoredEvent
 from bank.projection import Policy, TaskView
-from bank.schema import EventRow, PolicyRow, TaskRow
+from bank.schema import TaskRow
+from bank.sql import TASK_COLUMNS
 
 
-def event_to_row(stored: StoredEvent) -> dict[str, Any]:
-    """The column values of one stored event, ready for a bulk insert."""
+def event_values(stored: StoredEvent) -> tuple[Any, ...]:
+    """The column values of one stored event, in :data:`bank.sql.EVENT_COLUMNS` order."""
     event = stored.event
-    return {
-        "seq": stored.seq,
-        "event_id": stored.event_id,
-        "kind": str(event.kind),
-        "soc_version": event.soc_version,
-        "repo_key": event.repo_key,
-        "task_id": event.task_id,
-        "op_name": event.op_name,
-        "op_type": event.op_type,
-        "recorded_at": event.recorded_at,
-        "origin": event.origin,
-        "payload": event.payload_json,
-        "prev_hash": stored.prev_hash,
-        "hash": stored.hash,
-    }
+    return (stored.seq, stored.event_id, str(event.kind), event.soc_version, event.repo_key,
+            event.task_id, event.op_name, event.op_type, event.recorded_at, event.origin,
+            event.payload_json, stored.prev_hash, stored.hash)
 
 
-def row_to_event(row: EventRow) -> StoredEvent:
-    """Rebuild the domain value of a stored row, exactly as it is (no re-derivation of ids)."""
-    event = Event(
-        kind=EventKind(row.kind),
-        soc_version=row.soc_version,
-        task_id=row.task_id,
-        recorded_at=row.recorded_at,
-        origin=row.origin,
-        payload=decode_payload(row.payload),
-        repo_key=row.repo_key,
-        op_name=row.op_name,
-        op_type=row.op_type,
-    )
-    return StoredEvent(seq=row.seq, event_id=row.event_id, event=event,
-                       prev_hash=row.prev_hash, hash=row.hash)
+def values_to_event(row: tuple[Any, ...]) -> StoredEvent:
+    """The domain value of an events row, exactly as it is stored (no re-derivation of ids).
+
+    Raises:
+        EventValidationError, ValueError: the row is not a valid event.
+    """
+    (seq, event_id, kind, soc, repo_key, task_id, op_name, op_type, recorded_at, origin,
+     payload, prev_hash, link) = row
+    event = Event.stored(kind, soc, task_id, recorded_at, origin, payload, repo_key, op_name,
+                         op_type)
+    return StoredEvent(seq, event_id, event, prev_hash, link)
 
 
-def policy_to_row(policy: Policy) -> dict[str, Any]:
-    """The column values of one policy."""
-    values = _shallow(policy)
-    values["info_dict"] = canonical_json(policy.info_dict)
-    values["knowledge"] = canonical_json(policy.knowledge)
-    return values
+def policy_values(policy: Policy) -> tuple[Any, ...]:
+    """The column values of one policy, in :data:`bank.sql.POLICY_COLUMNS` order."""
+    info = policy.info_json if policy.info_json is not None else canonical_json(policy.info_dict)
+    return (policy.soc_version, policy.repo_key, policy.info_digest, policy.op_type,
+            info, canonical_json(policy.knowledge), policy.best_us,
+            policy.seq, policy.task_id, policy.event_id, policy.origin, policy.tune_mode,
+            policy.backend, policy.cost_model_version)
 
 
-def row_to_policy(row: PolicyRow) -> Policy:
-    """The domain value of one policy row."""
-    values = row.model_dump()
-    values["info_dict"] = json.loads(row.info_dict)
-    values["knowledge"] = json.loads(row.knowledge)
-    return Policy(**values)
+def values_to_policy(row: tuple[Any, ...]) -> Policy:
+    """The domain value of a policy row read in :data:`bank.sql.POLICY_COLUMNS` order."""
+    (soc, key, digest, op_type, info, knowledge, best_us, seq, task_id, event_id, origin, mode,
+     backend, cost_model_version) = row
+    return Policy(soc, key, digest, op_type, parse_json(info), parse_json(knowledge),
+                  float(best_us), seq, task_id, event_id, origin, mode, backend,
+                  cost_model_version, info)
 
 
-def task_to_row(task: TaskView) -> dict[str, Any]:
-    """The column values of one task."""
-    values = _shallow(task)
+def task_values(task: TaskView) -> tuple[Any, ...]:
+    """The column values of one task, in :data:`bank.sql.TASK_COLUMNS` order."""
+    values = {f.name: getattr(task, f.name) for f in fields(task)}
     values["failed_operators"] = canonical_json(list(task.failed_operators))
-    return values
+    return tuple(values[name] for name in TASK_COLUMNS)
+
+
+def values_to_task(row: tuple[Any, ...]) -> TaskView:
+    """The domain value of a task row read in :data:`bank.sql.TASK_COLUMNS` order."""
+    values = dict(zip(TASK_COLUMNS, row, strict=True))
+    values["failed_operators"] = tuple(json.loads(values["failed_operators"]))
+    return TaskView(**values)
 
 
 def row_to_task(row: TaskRow) -> TaskView:
@@ -77,8 +75,3 @@ def row_to_task(row: TaskRow) -> TaskView:
     values = row.model_dump()
     values["failed_operators"] = tuple(json.loads(row.failed_operators))
     return TaskView(**values)
-
-
-def _shallow(value: Any) -> dict[str, Any]:
-    """A dataclass's fields as a dict, without ``asdict``'s deep copy."""
-    return {f.name: getattr(value, f.name) for f in fields(value)}

@@ -1,14 +1,15 @@
 """The bank's tables. Rows are storage, not domain objects: the store converts them both ways.
 
-``events`` is the log and the only source of truth; ``policy``, ``task``, ``task_key`` and
-``checkpoint`` are projections that ``bank rebuild`` can throw away and derive again.
+``events`` is the log and the only source of truth; ``policy``, ``task`` and ``checkpoint``
+are projections that ``bank rebuild`` can throw away and derive again.
 """
 
 from __future__ import annotations
 
+from sqlalchemy import Index
 from sqlmodel import Field, SQLModel
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The bank's schema version, recorded in ``bank_meta`` (schema_version). A bank of another
 version is not opened: an older one is brought up to date by ``bank upgrade`` (bank/migrate.py),
 a newer one needs a newer tunebank.
@@ -16,21 +17,24 @@ a newer one needs a newer tunebank.
 1. the events log, its projections, the checkpoint and the bank id.
 2. policy.cost_model_version; policy.backend indexed.
 3. the version recorded in bank_meta (versions 1 and 2 kept it in checkpoint.schema_version).
+4. no task_key table: the outcome rules read a running task's key states from the log itself,
+   through the events index on (task_id, repo_key), which replaces the index on task_id.
 
-The events table is the same in every version."""
+The events table's columns are the same in every version."""
 
 
 class EventRow(SQLModel, table=True):
     """One event of the append-only log."""
 
     __tablename__ = "events"
+    __table_args__ = (Index("ix_events_task_key", "task_id", "repo_key"),)
 
     seq: int = Field(primary_key=True)
     event_id: str = Field(unique=True, max_length=32)
     kind: str = Field(max_length=16, index=True)
     soc_version: str = Field(max_length=64)
     repo_key: str | None = Field(default=None, max_length=64, index=True)
-    task_id: str = Field(max_length=64, index=True)
+    task_id: str = Field(max_length=64)
     op_name: str | None = Field(default=None, index=True)
     op_type: str | None = Field(default=None, max_length=128, index=True)
     recorded_at: str = Field(max_length=32)
@@ -89,16 +93,6 @@ class TaskRow(SQLModel, table=True):
     reserved_num: int = 0
     unsatisfied_num: int = 0
     open_hits: int = 0
-
-
-class TaskKeyRow(SQLModel, table=True):
-    """The last outcome kind of each key within each task: what the outcome rules check against."""
-
-    __tablename__ = "task_key"
-
-    task_id: str = Field(primary_key=True, max_length=64)
-    repo_key: str = Field(primary_key=True, max_length=64)
-    state: str = Field(max_length=16)
 
 
 class CheckpointRow(SQLModel, table=True):

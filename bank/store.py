@@ -13,15 +13,17 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy import Table, delete, func, insert, inspect, update
+from sqlalchemy import delete, insert, inspect, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, select
 
+from bank import sql
 from bank.dialects import (
     WRITE_OPTION,
     describe_url,
@@ -30,16 +32,17 @@ from bank.dialects import (
     make_engine,
     use_wal,
 )
-from bank.errors import BankLocationError, StoreError
-from bank.events import GENESIS_HASH, Event, StoredEvent, chain_hash
-from bank.projection import Policy, PolicyKey, Projection, TaskView
+from bank.errors import BankError, BankLocationError, StoreError
+from bank.events import GENESIS_HASH, OUTCOME_KINDS, Event, StoredEvent
+from bank.projection import Policy, PolicyKey, Projection, TaskView, policy_of
 from bank.rows import (
-    event_to_row,
-    policy_to_row,
-    row_to_event,
-    row_to_policy,
+    event_values,
+    policy_values,
     row_to_task,
-    task_to_row,
+    task_values,
+    values_to_event,
+    values_to_policy,
+    values_to_task,
 )
 from bank.schema import (
     SCHEMA_VERSION,
@@ -47,12 +50,16 @@ from bank.schema import (
     EventRow,
     MetaRow,
     PolicyRow,
-    TaskKeyRow,
     TaskRow,
 )
 
 CHECKPOINT = "projections"
 _CHUNK = 500  # values per IN (...) list, well under every database's parameter limit
+_PAGE = 2000  # events per page when the log is streamed
+STREAM_CHUNK = 5000
+"""Events per chunk of :meth:`EventStore.append_stream`: large enough that the per-chunk
+queries cost little, small enough that a chunk's rows take a few megabytes."""
+_OUTCOMES = tuple(sorted(str(kind) for kind in OUTCOME_KINDS))
 RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
 """Seconds to wait (times 1 to 2, at random) before each new attempt of a refused write; each
 attempt has already waited out the database's own busy timeout."""
@@ -68,6 +75,16 @@ class AppendResult:
 
     appended: tuple[StoredEvent, ...] = ()
     skipped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    """What one streamed append did: how many events it wrote and skipped, and the head after."""
+
+    appended: int
+    skipped: int
+    head_seq: int
+    head_hash: str
 
 
 @dataclass(frozen=True)
@@ -101,8 +118,19 @@ class _Loaded:
     """The projection rows an append read, so it can tell inserts from updates."""
 
     tasks: dict[str, TaskView] = field(default_factory=dict)
-    key_states: dict[tuple[str, str], str] = field(default_factory=dict)
+    key_states: dict[str, dict[str, str]] = field(default_factory=dict)
     policies: dict[PolicyKey, Policy] = field(default_factory=dict)
+
+
+def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _chunks(values: Sequence[T]) -> Iterator[Sequence[T]]:
@@ -261,32 +289,58 @@ class EventStore:
         return self._write(lambda session: self._append(session, events, unique))
 
     def _append(self, session: Session, events: Sequence[Event], unique: Sequence[Event]) -> AppendResult:
-        present = self._present_ids(session, [event.event_id for event in unique])
+        conn = session.connection()
+        present = self._present_ids(conn, [event.event_id for event in unique])
         fresh = [event for event in unique if event.event_id not in present]
         skipped = tuple(e.event_id for e in events if e.event_id in present)
         if not fresh:
             return AppendResult(skipped=skipped)
-        seq, prev = self._head(session)
+        seq, prev = self._head(conn)
         stored = []
         for event in fresh:
             seq += 1
-            content = event.content()
-            link = chain_hash(prev, seq, event.event_id, content)
+            link = event.link_hash(prev, seq)
             stored.append(StoredEvent(seq, event.event_id, event, prev, link))
             prev = link
-        loaded = self._load_touched(session, fresh)
-        projection = Projection(dict(loaded.policies), dict(loaded.tasks), dict(loaded.key_states))
+        loaded = self._load_touched(conn, fresh)
+        projection = Projection(loaded.policies, loaded.tasks, loaded.key_states)
         for item in stored:
             projection.apply(item)
-        session.execute(insert(_table(EventRow)), [event_to_row(item) for item in stored])
-        self._write_projection(session, projection, loaded)
+        conn.exec_driver_sql(sql.insert("events", sql.EVENT_COLUMNS, conn.dialect.paramstyle),
+                             [event_values(item) for item in stored])
+        self._write_projection(conn, projection, loaded)
         self._set_checkpoint(session, seq)
         return AppendResult(appended=tuple(stored), skipped=skipped)
+
+    def append_stream(self, make_events: Callable[[], Iterable[Event]],
+                      chunk: int = STREAM_CHUNK) -> StreamResult:
+        """Append every event ``make_events()`` yields, in one transaction, ``chunk`` events at a
+        time, so memory stays flat however long the stream: each chunk is checked, chained,
+        folded and written like a batch of :meth:`append`, and the next chunk reads the state
+        the earlier ones left (the transaction sees its own writes). Any error rolls the whole
+        stream back. ``make_events`` is called again from the start if the database refused the
+        write for a moment, so it must give the same events each time.
+
+        Raises:
+            OutcomeRuleError: an event breaks the outcome rules; nothing is written.
+            BankError: the source raised it (a bad line of a file); nothing is written.
+            StoreError: the database refused the write.
+        """
+        def work(session: Session) -> StreamResult:
+            appended = skipped = 0
+            for part in _batches(make_events(), chunk):
+                unique = list({event.event_id: event for event in part}.values())
+                result = self._append(session, part, unique)
+                appended += len(result.appended)
+                skipped += len(result.skipped)
+            return StreamResult(appended, skipped, *self._head(session.connection()))
+
+        return self._write(work)
 
     def head(self) -> tuple[int, str]:
         """The last seq and its hash (``0`` and the genesis hash for an empty log)."""
         with self._session() as session:
-            return self._head(session)
+            return self._head(session.connection())
 
     def checkpoint(self) -> int:
         """The last seq the stored projections reflect."""
@@ -295,23 +349,19 @@ class EventStore:
             return row.last_seq if row else 0
 
     def iter_events(self, where: EventFilter | None = None) -> Iterator[StoredEvent]:
-        """Stream events oldest first, a page at a time, so memory does not grow with the log."""
-        where = where or EventFilter()
-        statement = select(EventRow).where(EventRow.seq > where.since_seq)
-        if where.until_seq is not None:
-            statement = statement.where(EventRow.seq <= where.until_seq)
-        if where.until_time is not None:
-            statement = statement.where(EventRow.recorded_at <= where.until_time)
-        if where.kinds is not None:
-            statement = statement.where(col(EventRow.kind).in_(where.kinds))
-        for name in ("repo_key", "op_name", "op_type", "task_id", "soc_version"):
-            value = getattr(where, name)
-            if value is not None:
-                statement = statement.where(getattr(EventRow, name) == value)
-        statement = statement.order_by(col(EventRow.seq)).execution_options(yield_per=1000)
+        """Stream events oldest first, a page at a time, so memory does not grow with the log.
+
+        Raises:
+            EventValidationError, ValueError: a stored row is not a valid event.
+        """
+        for row in self.iter_event_rows(where):
+            yield values_to_event(row)
+
+    def iter_event_rows(self, where: EventFilter | None = None) -> Iterator[tuple[Any, ...]]:
+        """The raw rows of :meth:`iter_events` (columns in :data:`bank.sql.EVENT_COLUMNS`
+        order), read in keyset pages of seq so every database streams them alike."""
         with self._session() as session:
-            for row in session.exec(statement):
-                yield row_to_event(row)
+            yield from _event_pages(session.connection(), where or EventFilter())
 
     # -- projections --------------------------------------------------------------------------
 
@@ -330,25 +380,27 @@ class EventStore:
     def policies(self, where: PolicyFilter | None = None) -> list[Policy]:
         """The current policies matching ``where``, ordered by chip, op type and key."""
         where = where or PolicyFilter()
-        statement = select(PolicyRow)
-        for name in ("soc_version", "op_type", "repo_key", "backend", "cost_model_version"):
-            value = getattr(where, name)
-            if value is not None:
-                statement = statement.where(getattr(PolicyRow, name) == value)
-        statement = statement.order_by(col(PolicyRow.soc_version), col(PolicyRow.op_type),
-                                       col(PolicyRow.repo_key))
         with self._session() as session:
-            return [row_to_policy(row) for row in session.exec(statement)]
+            conn = session.connection()
+            ph = sql.mark(conn.dialect.paramstyle)
+            names = [name for name in ("soc_version", "op_type", "repo_key", "backend",
+                                       "cost_model_version") if getattr(where, name) is not None]
+            statement = sql.select_policies(" AND ".join(f"{name} = {ph}" for name in names))
+            statement += " ORDER BY soc_version, op_type, repo_key"
+            rows = conn.exec_driver_sql(statement, tuple(getattr(where, name) for name in names))
+            return [values_to_policy(tuple(row)) for row in rows]
 
     def policies_for_keys(self, soc_version: str, repo_keys: Sequence[str]) -> list[Policy]:
         """Every stored policy of ``soc_version`` whose repo_key is in ``repo_keys``."""
         keys = sorted(set(repo_keys))
         with self._session() as session:
+            conn = session.connection()
+            style = conn.dialect.paramstyle
             found: list[Policy] = []
             for part in _chunks(keys):
-                statement = select(PolicyRow).where(PolicyRow.soc_version == soc_version,
-                                                    col(PolicyRow.repo_key).in_(part))
-                found.extend(row_to_policy(row) for row in session.exec(statement))
+                statement = sql.select_policies(
+                    f"soc_version = {sql.mark(style)} AND repo_key IN ({sql.marks(style, len(part))})")
+                found.extend(map(values_to_policy, conn.exec_driver_sql(statement, (soc_version, *part))))
             return found
 
     def outcomes_for_keys(self, soc_version: str, kind: str,
@@ -357,97 +409,150 @@ class EventStore:
         keys = sorted(set(repo_keys))
         found: list[StoredEvent] = []
         with self._session() as session:
+            conn = session.connection()
+            style = conn.dialect.paramstyle
+            ph = sql.mark(style)
             for part in _chunks(keys):
-                statement = select(EventRow).where(EventRow.soc_version == soc_version,
-                                                   EventRow.kind == str(kind),
-                                                   col(EventRow.repo_key).in_(part))
-                found.extend(row_to_event(row) for row in session.exec(statement))
+                statement = sql.select_events(f"soc_version = {ph} AND kind = {ph} AND repo_key IN "
+                                              f"({sql.marks(style, len(part))})")
+                rows = conn.exec_driver_sql(statement, (soc_version, str(kind), *part))
+                found.extend(values_to_event(tuple(row)) for row in rows)
         return found
 
     def stored_projection(self) -> Projection:
-        """The projection tables as they are, for ``verify`` to compare with a replay."""
-        with self._session() as session:
-            policies = {p.key: p for p in map(row_to_policy, session.exec(select(PolicyRow)))}
-            tasks = {t.task_id: t for t in map(row_to_task, session.exec(select(TaskRow)))}
-            states = {(r.task_id, r.repo_key): r.state for r in session.exec(select(TaskKeyRow))}
-        return Projection(policies, tasks, states)
+        """The policy and task tables as they are, whole, in memory (for tests and small banks;
+        ``verify`` streams the policies instead, see :meth:`iter_stored_policies`)."""
+        policies = {p.key: p for p in self.policies()}
+        return Projection(policies, {t.task_id: t for t in self.tasks()})
 
-    def replace_projection(self, projection: Projection, last_seq: int) -> int:
-        """Throw the projection tables away and write ``projection`` (derived up to ``last_seq``),
-        first folding in whatever writers appended since, under the write lock; return the seq
-        the written projection reflects.
+    def iter_stored_policies(self) -> Iterator[tuple[Policy, StoredEvent | None]]:
+        """Every stored policy with the event its seq names (``None`` if there is none or it
+        cannot be read), streamed in pages, for ``verify`` to compare with a replay."""
+        with self._session() as session:
+            conn = session.connection()
+            style = conn.dialect.paramstyle
+            ph = sql.mark(style)
+            page = sql.select_policies(f"seq > {ph}") + f" ORDER BY seq LIMIT {ph}"
+            after = 0
+            while True:
+                policies = [values_to_policy(tuple(row))
+                            for row in conn.exec_driver_sql(page, (after, _PAGE))]
+                if not policies:
+                    return
+                events = self._events_at(conn, [p.seq for p in policies])
+                for policy in policies:
+                    yield policy, events.get(policy.seq)
+                after = policies[-1].seq
+                if len(policies) < _PAGE:
+                    return
+
+    @staticmethod
+    def _events_at(conn: Connection, seqs: Sequence[int]) -> dict[int, StoredEvent | None]:
+        """The readable events at ``seqs`` (an unreadable one maps to ``None``)."""
+        style = conn.dialect.paramstyle
+        found: dict[int, StoredEvent | None] = {}
+        for part in _chunks(sorted(set(seqs))):
+            statement = sql.select_events(f"seq IN ({sql.marks(style, len(part))})")
+            for row in conn.exec_driver_sql(statement, tuple(part)):
+                try:
+                    found[row[0]] = values_to_event(tuple(row))
+                except (BankError, ValueError):
+                    found[row[0]] = None
+        return found
+
+    def rebuild_projection(self) -> int:
+        """Throw the projection tables away and derive them again from the whole log, in one
+        write transaction (writers wait meanwhile); return the seq they reflect.
 
         Raises:
-            OutcomeRuleError: the events after ``last_seq`` cannot be folded in.
+            OutcomeRuleError: the log breaks the outcome rules (nothing is changed).
+            EventValidationError, ValueError: a stored row is not a valid event.
         """
-        return self._write(lambda session: self.derive_projection(session, projection, last_seq))
+        return self._write(self.derive_projection)
 
-    def derive_projection(self, session: Session, projection: Projection, last_seq: int) -> int:
-        """Within a write transaction: fold the events after ``last_seq`` into ``projection``,
-        replace the projection tables with it and return the seq it reflects."""
-        caught_up = Projection(dict(projection.policies), dict(projection.tasks),
-                               dict(projection.key_states))
-        head = last_seq
-        later = select(EventRow).where(EventRow.seq > last_seq).order_by(col(EventRow.seq))
-        for row in session.exec(later):
-            caught_up.apply(row_to_event(row))
-            head = row.seq
-        for table in (PolicyRow, TaskRow, TaskKeyRow):
+    def derive_projection(self, session: Session) -> int:
+        """Within a write transaction: fold the whole log into a fresh compact projection,
+        replace the projection tables with it and return the seq it reflects. Memory follows
+        the tasks and policy keys, not the log: winning policies are read back in pages."""
+        conn = session.connection()
+        projection = Projection(compact=True)
+        head = 0
+        for row in _event_pages(conn, EventFilter()):
+            projection.apply(values_to_event(row))
+            head = row[0]
+        for table in (PolicyRow, TaskRow):
             session.execute(delete(table))
-        self._write_projection(session, caught_up, _Loaded())
+        style = conn.dialect.paramstyle
+        tasks = [task_values(task) for task in projection.tasks.values()]
+        if tasks:
+            conn.exec_driver_sql(sql.insert("task", sql.TASK_COLUMNS, style), tasks)
+        seqs = sorted(ref[2] for ref in projection.winners.values())
+        insert_policy = sql.insert("policy", sql.POLICY_COLUMNS, style)
+        for start in range(0, len(seqs), _PAGE):
+            events = self._events_at(conn, seqs[start:start + _PAGE])
+            rows = [policy_values(policy_of(stored)) for stored in events.values() if stored]
+            conn.exec_driver_sql(insert_policy, rows)
         self._set_checkpoint(session, head)
         return head
 
     # -- helpers ------------------------------------------------------------------------------
 
     @staticmethod
-    def _head(session: Session) -> tuple[int, str]:
-        last = session.exec(select(func.max(EventRow.seq))).one()
-        if last is None:
-            return 0, GENESIS_HASH
-        row = session.get(EventRow, last)
-        assert row is not None
-        return row.seq, row.hash
+    def _head(conn: Connection) -> tuple[int, str]:
+        row = conn.exec_driver_sql("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").first()
+        return (0, GENESIS_HASH) if row is None else (row[0], row[1])
 
     @staticmethod
-    def _present_ids(session: Session, ids: Sequence[str]) -> set[str]:
+    def _present_ids(conn: Connection, ids: Sequence[str]) -> set[str]:
         present: set[str] = set()
+        style = conn.dialect.paramstyle
         for part in _chunks(ids):
-            statement = select(EventRow.event_id).where(col(EventRow.event_id).in_(part))
-            present.update(session.exec(statement))
+            statement = f"SELECT event_id FROM events WHERE event_id IN ({sql.marks(style, len(part))})"
+            present.update(row[0] for row in conn.exec_driver_sql(statement, tuple(part)))
         return present
 
     @staticmethod
-    def _load_touched(session: Session, events: Sequence[Event]) -> _Loaded:
+    def _load_touched(conn: Connection, events: Sequence[Event]) -> _Loaded:
+        """The task rows, key states and policies a batch touches, read in a few queries."""
         loaded = _Loaded()
+        style = conn.dialect.paramstyle
+        ph = sql.mark(style)
         task_ids = sorted({e.task_id for e in events})
+        for part in _chunks(task_ids):
+            statement = (f"SELECT {','.join(sql.TASK_COLUMNS)} FROM task WHERE task_id IN "
+                         f"({sql.marks(style, len(part))})")
+            for row in conn.exec_driver_sql(statement, tuple(part)):
+                task = values_to_task(tuple(row))
+                loaded.tasks[task.task_id] = task
+        touched: dict[str, set[str]] = {}
+        for event in events:
+            known = loaded.tasks.get(event.task_id)
+            if event.repo_key is not None and known is not None and not known.finished:
+                touched.setdefault(event.task_id, set()).add(event.repo_key)
+        kinds = sql.marks(style, len(_OUTCOMES))
+        for task_id, wanted in touched.items():
+            states = loaded.key_states.setdefault(task_id, {})
+            for part in _chunks(sorted(wanted)):
+                statement = (f"SELECT repo_key, kind FROM events WHERE task_id = {ph} AND repo_key "
+                             f"IN ({sql.marks(style, len(part))}) AND kind IN ({kinds}) ORDER BY seq")
+                for key, kind in conn.exec_driver_sql(statement, (task_id, *part, *_OUTCOMES)):
+                    states[key] = kind
         keys = sorted({e.repo_key for e in events if e.repo_key is not None})
         socs = sorted({e.soc_version for e in events})
-        for part in _chunks(task_ids):
-            for row in session.exec(select(TaskRow).where(col(TaskRow.task_id).in_(part))):
-                loaded.tasks[row.task_id] = row_to_task(row)
-        for tasks_part in _chunks(task_ids):
-            for keys_part in _chunks(keys):
-                statement = select(TaskKeyRow).where(col(TaskKeyRow.task_id).in_(tasks_part),
-                                                     col(TaskKeyRow.repo_key).in_(keys_part))
-                for state in session.exec(statement):
-                    loaded.key_states[(state.task_id, state.repo_key)] = state.state
-        for keys_part in _chunks(keys):
-            policy_query = select(PolicyRow).where(col(PolicyRow.soc_version).in_(socs),
-                                                   col(PolicyRow.repo_key).in_(keys_part))
-            for policy in map(row_to_policy, session.exec(policy_query)):
+        for part in _chunks(keys):
+            statement = sql.select_policies(f"soc_version IN ({sql.marks(style, len(socs))}) AND "
+                                            f"repo_key IN ({sql.marks(style, len(part))})")
+            for row in conn.exec_driver_sql(statement, (*socs, *part)):
+                policy = values_to_policy(tuple(row))
                 loaded.policies[policy.key] = policy
         return loaded
 
     @staticmethod
-    def _write_projection(session: Session, projection: Projection, loaded: _Loaded) -> None:
-        _upsert(session, TaskRow, projection.tasks, loaded.tasks, task_to_row)
-        _upsert(session, PolicyRow, projection.policies, loaded.policies, policy_to_row)
-        states = {slot: {"task_id": slot[0], "repo_key": slot[1], "state": state}
-                  for slot, state in projection.key_states.items()}
-        old_states = {slot: {"task_id": slot[0], "repo_key": slot[1], "state": state}
-                      for slot, state in loaded.key_states.items()}
-        _upsert(session, TaskKeyRow, states, old_states, dict)
+    def _write_projection(conn: Connection, projection: Projection, loaded: _Loaded) -> None:
+        _upsert(conn, "task", sql.TASK_COLUMNS, sql.TASK_KEY, projection.tasks, loaded.tasks,
+                task_values)
+        _upsert(conn, "policy", sql.POLICY_COLUMNS, sql.POLICY_KEY, projection.policies,
+                loaded.policies, policy_values)
 
     @staticmethod
     def _set_checkpoint(session: Session, last_seq: int) -> None:
@@ -455,19 +560,46 @@ class EventStore:
                         .values(last_seq=last_seq))
 
 
-def _upsert(session: Session, table: type[SQLModel], new: dict[Any, T], old: dict[Any, T],
-            to_row: Any) -> None:
-    """Insert the entries of ``new`` that ``old`` lacks and update those that changed, in bulk."""
-    inserts = [to_row(value) for key, value in new.items() if key not in old]
-    updates = [to_row(value) for key, value in new.items() if key in old and old[key] != value]
+def _event_pages(conn: Connection, where: EventFilter) -> Iterator[tuple[Any, ...]]:
+    """The events rows ``where`` selects, oldest first, read in keyset pages of seq."""
+    style = conn.dialect.paramstyle
+    ph = sql.mark(style)
+    clauses: list[str] = [f"seq > {ph}"]
+    params: list[Any] = []
+    if where.until_seq is not None:
+        clauses.append(f"seq <= {ph}")
+        params.append(where.until_seq)
+    if where.until_time is not None:
+        clauses.append(f"recorded_at <= {ph}")
+        params.append(where.until_time)
+    if where.kinds is not None:
+        clauses.append(f"kind IN ({sql.marks(style, len(where.kinds))})")
+        params.extend(str(kind) for kind in where.kinds)
+    for name in ("repo_key", "op_name", "op_type", "task_id", "soc_version"):
+        value = getattr(where, name)
+        if value is not None:
+            clauses.append(f"{name} = {ph}")
+            params.append(value)
+    statement = sql.select_events(" AND ".join(clauses), style, limit=True)
+    after = where.since_seq
+    while True:
+        rows = conn.exec_driver_sql(statement, (after, *params, _PAGE)).all()
+        for row in rows:
+            yield tuple(row)
+        if len(rows) < _PAGE:
+            return
+        after = rows[-1][0]
+
+
+def _upsert(conn: Connection, table: str, columns: tuple[str, ...], key: tuple[str, ...],
+            new: dict[Any, T], old: dict[Any, T], to_row: Callable[[T], tuple[Any, ...]]) -> None:
+    """Insert the entries of ``new`` that ``old`` lacks and update those that changed, each in
+    one ``executemany``."""
+    inserts = [to_row(value) for name, value in new.items() if name not in old]
+    updates = [sql.update_params(columns, key, to_row(value)) for name, value in new.items()
+               if name in old and old[name] != value]
+    style = conn.dialect.paramstyle
     if inserts:
-        session.execute(insert(_table(table)), inserts)
+        conn.exec_driver_sql(sql.insert(table, columns, style), inserts)
     if updates:
-        session.execute(update(table), updates)
-
-
-def _table(model: type[SQLModel]) -> Table:
-    """The Core table of a model: bulk inserts through it skip the ORM's per-row bookkeeping."""
-    table = model.__table__  # type: ignore[attr-defined]
-    assert isinstance(table, Table)
-    return table
+        conn.exec_driver_sql(sql.update(table, columns, key, style), updates)

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bank.errors import BankError, OutcomeRuleError
-from bank.events import GENESIS_HASH, StoredEvent, chain_hash, event_id_of
-from bank.projection import Projection
+from bank.events import GENESIS_HASH, StoredEvent
+from bank.projection import PolicyKey, PolicyRef, Projection, TaskView, policy_of
 from bank.store import EventStore
 
 MAX_LISTED = 50  # problems listed per projection; a wholesale mismatch need not print thousands
@@ -38,8 +38,9 @@ class VerifyReport:
 
 
 def check_log(store: EventStore, report: VerifyReport) -> Projection:
-    """Walk the log: positions, ids, hash chain and outcome rules; return the replayed projection."""
-    projection = Projection()
+    """Walk the log: positions, ids, hash chain and outcome rules; return the replayed (compact)
+    projection."""
+    projection = Projection(compact=True)
     expected_seq, prev = 1, GENESIS_HASH
     last_seq = 0
     try:
@@ -64,37 +65,66 @@ def _check_link(stored: StoredEvent, expected_seq: int, prev: str, report: Verif
     seq = stored.seq
     if seq != expected_seq:
         report.flag(min(seq, expected_seq), f"seq {expected_seq}: missing (next seq found is {seq})")
-    content = stored.event.content()
-    if event_id_of(content) != stored.event_id:
+    event = stored.event
+    if event.event_id != stored.event_id:
         report.flag(seq, f"seq {seq}: event_id does not match the event's content")
     if stored.prev_hash != prev:
         report.flag(seq, f"seq {seq}: prev_hash does not link to the event before it")
-    if chain_hash(stored.prev_hash, seq, stored.event_id, content) != stored.hash:
+    if event.link_hash(stored.prev_hash, seq, stored.event_id) != stored.hash:
         report.flag(seq, f"seq {seq}: hash does not match the event's content")
 
 
-def compare(replayed: Projection, stored: Projection, report: VerifyReport) -> None:
-    """List every difference between the replayed projection and the stored one."""
-    sections: tuple[tuple[str, dict[Any, Any], dict[Any, Any]], ...] = (
-        ("policy", replayed.policies, stored.policies),
-        ("task", replayed.tasks, stored.tasks),
-        ("task key state", replayed.key_states, stored.key_states),
-    )
-    for name, want, have in sections:
-        listed = 0
-        for key in sorted(set(want) | set(have), key=str):
-            if want.get(key) == have.get(key):
-                continue
-            listed += 1
-            if listed > MAX_LISTED:
-                report.flag(None, f"{name}: more differences not listed")
-                break
-            if key not in have:
-                report.flag(None, f"{name} {_label(key)}: in the log but missing from the bank")
-            elif key not in want:
-                report.flag(None, f"{name} {_label(key)}: in the bank but not derived from the log")
-            else:
-                report.flag(None, f"{name} {_label(key)}: stored value differs from the log's")
+def compare_tasks(replayed: dict[str, TaskView], stored: dict[str, TaskView],
+                  report: VerifyReport) -> None:
+    """List every difference between the replayed tasks and the stored ones."""
+    _differences("task", replayed, stored, report)
+
+
+def compare_policies(store: EventStore, winners: dict[PolicyKey, PolicyRef],
+                     report: VerifyReport) -> None:
+    """List every difference between the replayed winners and the stored policies: each stored
+    policy must be the one its key's winning event makes, and every winner must be stored.
+
+    The stored policies are streamed with their events, so memory follows the winners' keys."""
+    listed = 0
+    unseen = dict(winners)
+    for policy, event in store.iter_stored_policies():
+        ref = unseen.pop(policy.key, None)
+        if ref is None:
+            problem = "in the bank but not derived from the log"
+        elif ref[2] != policy.seq or event is None or policy_of(event) != policy:
+            problem = "stored value differs from the log's"
+        else:
+            continue
+        listed += 1
+        if listed > MAX_LISTED:
+            report.flag(None, "policy: more differences not listed")
+            return
+        report.flag(None, f"policy {_label(policy.key)}: {problem}")
+    for key in sorted(unseen):
+        listed += 1
+        if listed > MAX_LISTED:
+            report.flag(None, "policy: more differences not listed")
+            return
+        report.flag(None, f"policy {_label(key)}: in the log but missing from the bank")
+
+
+def _differences(name: str, want: dict[Any, Any], have: dict[Any, Any],
+                 report: VerifyReport) -> None:
+    listed = 0
+    for key in sorted(set(want) | set(have), key=str):
+        if want.get(key) == have.get(key):
+            continue
+        listed += 1
+        if listed > MAX_LISTED:
+            report.flag(None, f"{name}: more differences not listed")
+            break
+        if key not in have:
+            report.flag(None, f"{name} {_label(key)}: in the log but missing from the bank")
+        elif key not in want:
+            report.flag(None, f"{name} {_label(key)}: in the bank but not derived from the log")
+        else:
+            report.flag(None, f"{name} {_label(key)}: stored value differs from the log's")
 
 
 def _label(key: object) -> str:
@@ -111,26 +141,25 @@ def verify(store: EventStore) -> VerifyReport:
     report = VerifyReport()
     with store.snapshot():
         replayed = check_log(store, report)
-        compare(replayed, store.stored_projection(), report)
+        compare_tasks(replayed.tasks, {t.task_id: t for t in store.tasks()}, report)
+        compare_policies(store, replayed.winners, report)
     for task in replayed.tasks.values():
         if task.finished:
             for problem in task.invariant_problems():
                 report.flag(task.last_seq, problem)
     report.tasks = len(replayed.tasks)
-    report.policies = len(replayed.policies)
+    report.policies = len(replayed.winners)
     return report
 
 
 def rebuild(store: EventStore) -> int:
-    """Replay the log and replace the stored projections with the result; return the seq they
-    reflect (events appended during the replay are folded in under the write lock).
+    """Replace the stored projections with the ones derived from the log alone; return the seq
+    they reflect. It runs in one write transaction: writers wait until it is done.
 
     Raises:
         BankError: the log cannot be replayed (it breaks the outcome rules or cannot be read).
     """
-    projection = Projection()
-    last_seq = 0
-    for stored in store.iter_events():
-        projection.apply(stored)
-        last_seq = stored.seq
-    return store.replace_projection(projection, last_seq)
+    try:
+        return store.rebuild_projection()
+    except ValueError as exc:
+        raise BankError(f"the log cannot be read: {exc}") from exc

@@ -5,8 +5,11 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
@@ -68,6 +71,39 @@ def open_bank(db: str | None, *, create: bool = False) -> Bank:
     from bank import Bank
 
     return Bank.open(db, create=create)
+
+
+@contextmanager
+def bank_for_writing(db: str | None) -> Iterator[Bank]:
+    """The bank the options name, made if it does not exist, for one all-or-nothing write.
+
+    A new bank file is made under a temporary name beside it and renamed into place only when
+    the block succeeds, so a write that fails (a bad line deep in a long events file) leaves no
+    bank behind, and no folder this made. A bank that exists, or a server's, is opened as it is:
+    its transaction is what undoes a failed write.
+    """
+    from bank import Bank
+    from bank.location import resolve
+
+    location = resolve(db)
+    target = location.path
+    if target is None or location.exists:
+        with Bank.open(db, create=True) as bank:
+            yield bank
+        return
+    made = [folder for folder in (target.parent, *target.parent.parents) if not folder.exists()]
+    staging = target.with_name(f".{target.name}.{os.getpid()}.new")
+    try:
+        with Bank.open(str(staging), create=True) as bank:
+            yield bank
+        os.replace(staging, target)
+    finally:
+        for leftover in (staging, Path(f"{staging}-wal"), Path(f"{staging}-shm")):
+            leftover.unlink(missing_ok=True)
+        if not target.exists():
+            for folder in made:  # innermost first
+                with suppress(OSError):
+                    folder.rmdir()
 
 
 def print_json(value: Any) -> None:

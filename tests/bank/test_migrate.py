@@ -1,7 +1,7 @@
 """Schema versions: an older bank is refused until `bank upgrade`, a newer one always.
 
-The schema-2 bank is a file written by tunebank at commit 018ad2c (fixtures/banks/README.md);
-the tests upgrade copies of it and never the file itself.
+The schema-2 and schema-3 banks are files written by earlier tunebank commits
+(fixtures/banks/README.md); the tests upgrade copies of them and never the files themselves.
 """
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ from cli.main import app
 from tests.conftest import oc
 
 SCHEMA2 = Path(__file__).resolve().parents[2] / "fixtures" / "banks" / "schema2.db"
+SCHEMA3 = SCHEMA2.with_name("schema3.db")
 runner = CliRunner()
 
 
-def _copy(tmp_path: Path) -> Path:
+def _copy(tmp_path: Path, source: Path = SCHEMA2) -> Path:
     target = tmp_path / "old.db"
-    shutil.copyfile(SCHEMA2, target)
+    shutil.copyfile(source, target)
     return target
 
 
@@ -45,8 +46,8 @@ def _raw(path: Path, query: str) -> list[tuple[object, ...]]:
 
 def test_a_new_bank_records_this_version(tmp_path: Path) -> None:
     with Bank.open(str(tmp_path / "b.db"), create=True) as bank:
-        assert bank.store.schema_version() == SCHEMA_VERSION == 3
-    assert _raw(tmp_path / "b.db", "SELECT value FROM bank_meta WHERE name = 'schema_version'") == [("3",)]
+        assert bank.store.schema_version() == SCHEMA_VERSION == 4
+    assert _raw(tmp_path / "b.db", "SELECT value FROM bank_meta WHERE name = 'schema_version'") == [("4",)]
 
 
 FIXTURES = SCHEMA2.parents[1]
@@ -61,13 +62,13 @@ CHIP = ["--soc-version", "Ascend310"]
 def test_an_older_bank_is_refused_and_left_as_it_was(tmp_path: Path, command: list[str]) -> None:
     path = _copy(tmp_path)
     before = _digest(path)
-    with pytest.raises(SchemaVersionError, match="bank schema 2 is older than this tunebank's 3; "
+    with pytest.raises(SchemaVersionError, match="bank schema 2 is older than this tunebank's 4; "
                                                  "run `bank upgrade`"):
         Bank.open(str(path))
     result = runner.invoke(app, [*command, "--db", str(path)])
     assert result.exit_code == 1
     assert result.stderr == f"bank: error: {path} (from --db): bank schema 2 is older than this " \
-                            "tunebank's 3; run `bank upgrade` on it first (the log is kept as it is)\n"
+                            "tunebank's 4; run `bank upgrade` on it first (the log is kept as it is)\n"
     assert _digest(path) == before and [p.name for p in tmp_path.iterdir()] == ["old.db"]
 
 
@@ -78,7 +79,7 @@ def test_upgrading_the_schema_2_file_keeps_every_event_task_and_policy(tmp_path:
                        "status FROM task ORDER BY task_id")
     policies = _raw(path, "SELECT soc_version, repo_key, best_us, knowledge FROM policy ORDER BY 1, 2")
     report = Bank.upgrade(str(path))
-    assert (report.from_version, report.to_version, report.last_seq) == (2, 3, 90)
+    assert (report.from_version, report.to_version, report.last_seq) == (2, 4, 90)
     with Bank.open(str(path)) as bank:
         verdict = bank.verify()
         assert verdict.ok and (verdict.events, verdict.tasks, verdict.policies) == (90, 6, 48)
@@ -92,7 +93,30 @@ def test_upgrading_the_schema_2_file_keeps_every_event_task_and_policy(tmp_path:
             if t[0] != task] == tasks
     assert len(_raw(path, "SELECT 1 FROM policy")) == len(policies) + 1
     again = Bank.upgrade(str(path))
-    assert (again.from_version, again.to_version, again.steps) == (3, 3, ())
+    assert (again.from_version, again.to_version, again.steps) == (4, 4, ())
+
+
+def test_upgrading_the_schema_3_file_reads_key_states_from_the_log(tmp_path: Path) -> None:
+    path = _copy(tmp_path, SCHEMA3)
+    events = _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq")
+    projection = _raw(path, "SELECT * FROM policy ORDER BY 1, 2, 3"), _raw(path, "SELECT * FROM task")
+    report = Bank.upgrade(str(path))
+    assert (report.from_version, report.to_version, len(report.steps)) == (3, 4, 1)
+    indexes = {row[0] for row in _raw(path, "SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "ix_events_task_key" in indexes and "ix_events_task_id" not in indexes
+    assert _raw(path, "SELECT name FROM sqlite_master WHERE name = 'task_key'") == []
+    assert _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq") == events
+    assert (_raw(path, "SELECT * FROM policy ORDER BY 1, 2, 3"), _raw(path, "SELECT * FROM task")) \
+        == projection
+    with Bank.open(str(path)) as bank:
+        assert bank.verify().ok
+        running = bank.start_task("Ascend310", tuning_name="after the upgrade")
+        bank.record(running, [oc("hit", "k1")])
+        with pytest.raises(BankError, match="already has its hit"):
+            bank.record(running, [oc("hit", "k1")])  # the hit's state comes from the log
+        bank.record(running, [oc("reserved", "k1")])
+        bank.finish_task(running)
+        assert bank.verify().ok
 
 
 def test_a_version_1_bank_has_its_projections_derived_again(tmp_path: Path) -> None:
@@ -102,7 +126,7 @@ def test_a_version_1_bank_has_its_projections_derived_again(tmp_path: Path) -> N
         conn.execute("ALTER TABLE policy DROP COLUMN cost_model_version")
         conn.execute("UPDATE checkpoint SET schema_version = 1")
     report = Bank.upgrade(str(path))
-    assert report.from_version == 1 and len(report.steps) == 2
+    assert report.from_version == 1 and len(report.steps) == 3
     with Bank.open(str(path)) as bank:
         assert bank.verify().ok and len(bank.policies()) == 48
 
@@ -114,7 +138,7 @@ def test_a_newer_bank_is_refused_even_by_upgrade(tmp_path: Path) -> None:
     before = _digest(path)
     for attempt in (lambda: Bank.open(str(path)), lambda: Bank.upgrade(str(path))):
         with pytest.raises(SchemaVersionError, match="bank schema 99 is newer than this tunebank "
-                                                     "reads \\(up to 3\\); install a newer"):
+                                                     "reads \\(up to 4\\); install a newer"):
             attempt()
     assert _digest(path) == before
 
@@ -142,10 +166,10 @@ def test_the_upgrade_command(tmp_path: Path) -> None:
     path = _copy(tmp_path)
     first = runner.invoke(app, ["upgrade", "--db", str(path)])
     assert first.exit_code == 0, first.output
-    assert first.stdout.splitlines()[0] == f"Upgraded {path} (from --db) from schema 2 to 3, 90 events kept:"
+    assert first.stdout.splitlines()[0] == f"Upgraded {path} (from --db) from schema 2 to 4, 90 events kept:"
     assert first.stdout.splitlines()[-1] == "verify: OK"
     again = json.loads(runner.invoke(app, ["upgrade", "--db", str(path), "--json"]).stdout)
-    assert again == {"from_version": 3, "to_version": 3, "steps": [], "events": 90, "verify_ok": True,
+    assert again == {"from_version": 4, "to_version": 4, "steps": [], "events": 90, "verify_ok": True,
                      "problems": []}
     missing = runner.invoke(app, ["upgrade", "--db", str(tmp_path / "none.db")])
     assert missing.exit_code == 1 and "no bank at" in missing.stderr

@@ -224,7 +224,7 @@ class TestSchemaVersion:
         from sqlmodel import col
 
         from bank.migrate import SchemaVersionError, check_version, upgrade
-        from bank.schema import CheckpointRow, MetaRow
+        from bank.schema import SCHEMA_VERSION, CheckpointRow, MetaRow
 
         finished_task(bank, [oc("add", "1"), oc("unsatisfied", "2")])
         before = bank.store.stored_projection()
@@ -234,7 +234,7 @@ class TestSchemaVersion:
         with pytest.raises(SchemaVersionError, match="bank schema 1 is older"):
             check_version(bank.store, "b")
         report = upgrade(bank.store, "b")
-        assert (report.from_version, report.to_version, report.last_seq) == (1, 3, bank.head())
+        assert (report.from_version, report.to_version, report.last_seq) == (1, SCHEMA_VERSION, bank.head())
         check_version(bank.store, "b")
         assert bank.store.stored_projection() == before
         assert bank.verify().ok
