@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
+from bank.canonical import canonical_json
 from bank.errors import BankLocationError, OutcomeRuleError, UnknownTaskError
 from bank.events import (
     OUTCOME_KINDS,
@@ -20,7 +21,8 @@ from bank.events import (
 )
 from bank.location import BankLocation, prepare_for_write, resolve, writable
 from bank.migrate import UpgradeReport, check_version, upgrade
-from bank.projection import Policy, Projection, TaskView, info_digest
+from bank.projection import Policy, Projection, TaskView, digest_of_json
+from bank.rows import values_to_policy
 from bank.store import AppendResult, EventFilter, EventStore, PolicyFilter, StreamResult
 from bank.verify import VerifyReport, rebuild, verify
 
@@ -202,9 +204,8 @@ class Bank:
     def _event(self, kind: EventKind, soc: str, task_id: str, payload: dict[str, Any],
                repo_key: str | None = None, op_name: str | None = None,
                op_type: str | None = None) -> Event:
-        return Event(kind=kind, soc_version=soc, task_id=task_id, recorded_at=format_time(utc_now()),
-                     origin=self.origin, payload=payload, repo_key=repo_key, op_name=op_name,
-                     op_type=op_type)
+        return Event.of(kind, soc, task_id, format_time(utc_now()), self.origin, payload, repo_key,
+                        op_name, op_type)
 
     def _soc_of(self, task_id: str) -> str:
         if task_id not in self._socs:
@@ -222,10 +223,12 @@ class Bank:
         """
         wanted = {key: info for key, info in operators}
         found = {}
-        for policy in self.store.policies_for_keys(soc_version, list(wanted)):
-            info = wanted[policy.repo_key]
-            if policy.info_digest == info_digest(info) and policy.info_dict == info:
-                found[policy.repo_key] = policy
+        for row in self.store.policy_rows_for_keys(soc_version, list(wanted)):
+            key, digest, stored_info = row[1], row[2], row[4]
+            info = wanted[key]
+            text = canonical_json(info or {})  # equal dicts, equal text: compared undecoded
+            if stored_info == text and digest == digest_of_json(text):
+                found[key] = values_to_policy(row, info_dict=dict(info or {}))
         return found
 
     def searched_without_gain(self, soc_version: str,

@@ -13,7 +13,8 @@ _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=
                             allow_nan=False)
 _FAST = (orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
          | orjson.OPT_PASSTHROUGH_DATETIME)
-_EXPONENT = re.compile(rb"[0-9]e[-0-9]")  # json writes 1e-07 and 1e+16 where orjson writes 1e-7, 1e16
+
+_EXPONENT = re.compile(rb"e(?<=[0-9]e)[-0-9]")  # json: 1e-07, 1e+16; orjson: 1e-7, 1e16
 
 
 def _refuse(value: Any) -> Any:
@@ -45,17 +46,37 @@ def canonical_json(value: Any) -> str:
     return text.decode("utf-8")
 
 
-_LONG_DIGITS = re.compile(r"[0-9]{19}")  # orjson reads integers beyond 64 bits as floats
+_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+_RUN = b"0" * 19
+_NUMBER_STARTS = frozenset(b":,[ \t\r\n-")
 
 
-def parse_json(text: str) -> Any:
+def _long_number(data: bytes) -> bool:
+    """Whether ``data`` may hold a number of 19 digits or more, which orjson reads as a float
+    when it is beyond 64 bits. A run of digits in a string (AOE's repo_keys have 19 or 20)
+    follows a quote, not what a number follows, and does not count. Done with translate and
+    find: a regular expression over a kilobyte line costs more than parsing it."""
+    mapped = data.translate(_DIGITS)
+    at = mapped.find(_RUN)
+    while at != -1:
+        if at == 0 or data[at - 1] in _NUMBER_STARTS:
+            return True
+        end = at + len(_RUN)
+        while end < len(mapped) and mapped[end] == 0x30:
+            end += 1
+        at = mapped.find(_RUN, end)
+    return False
+
+
+def parse_json(text: str | bytes) -> Any:
     """Decode JSON text as ``json.loads`` does: through orjson where that gives the same value,
-    through json where orjson would differ (an integer of 19 digits or more, which orjson may
-    turn into a float) or refuses what json accepts (an escaped lone surrogate, NaN)."""
-    if _LONG_DIGITS.search(text):
+    through json where orjson would differ (an integer beyond 64 bits, which orjson turns into
+    a float) or refuses what json accepts (an escaped lone surrogate, NaN)."""
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if _long_number(data):
         return json.loads(text)
     try:
-        return orjson.loads(text)
+        return orjson.loads(data)
     except orjson.JSONDecodeError:
         return json.loads(text)
 

@@ -19,6 +19,9 @@ WRITER_LOCK = 727_217_001  # the PostgreSQL advisory lock every tunebank writer 
 BUSY_TIMEOUT_S = 30  # how long SQLite waits for another writer's lock before refusing
 CONNECT_TIMEOUT_S = 10  # how long a PostgreSQL connection may take before it is an error
 SLOW_LOCK_S = 0.5  # write-lock waits longer than this are logged
+CACHE_KIB = 65536
+"""SQLite's page cache per connection (its default is 2 MiB): a bank's indexes are hot, and
+with 64 MiB a million-event import inserts about a quarter faster (bench/run.py)."""
 # PostgreSQL's codes for a refusal the same transaction may not meet again: serialisation
 # failure, deadlock, lock not available.
 _TRANSIENT_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
@@ -81,11 +84,11 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # transactions are begun below, not by the driver
-        if in_memory or read_only:
-            return
         cursor = dbapi_conn.cursor()
         try:
-            cursor.execute("PRAGMA synchronous=FULL")
+            cursor.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+            if not (in_memory or read_only):
+                cursor.execute("PRAGMA synchronous=FULL")
         finally:
             cursor.close()
 

@@ -94,6 +94,23 @@ class Event:
                                        f"({exc})") from exc
 
     @classmethod
+    def of(cls, kind: EventKind, soc_version: str, task_id: str, recorded_at: str, origin: str,
+           payload: Mapping[str, Any], repo_key: str | None = None, op_name: str | None = None,
+           op_type: str | None = None) -> Event:
+        """``Event(...)`` by position, for the paths that make events by the thousand: the same
+        checks, without the frozen dataclass's per-field ``__setattr__``.
+
+        Raises:
+            EventValidationError: a field is missing or wrong, or the payload is not JSON.
+        """
+        event = object.__new__(cls)
+        event.__dict__.update(kind=kind, soc_version=soc_version, task_id=task_id,
+                              recorded_at=recorded_at, origin=origin, payload=payload,
+                              repo_key=repo_key, op_name=op_name, op_type=op_type)
+        event.__post_init__()
+        return event
+
+    @classmethod
     def stored(cls, kind: str, soc_version: str, task_id: str, recorded_at: str, origin: str,
                payload_json: str, repo_key: str | None = None, op_name: str | None = None,
                op_type: str | None = None) -> Event:
@@ -116,6 +133,12 @@ class Event:
     def payload_json(self) -> str:
         """The payload as the log stores it (canonical JSON)."""
         return canonical_json(dict(self.payload))
+
+    @cached_property
+    def info_json(self) -> str:
+        """The canonical JSON of ``payload.info_dict`` (``{}`` if it has none): what a policy
+        stores and what its info_digest is taken over, encoded once."""
+        return canonical_json(dict(self.payload.get("info_dict") or {}))
 
     def content(self) -> dict[str, Any]:
         """The fields the event_id is computed over (everything but position and chain)."""
@@ -146,9 +169,14 @@ class Event:
     def link_hash(self, prev_hash: str, seq: int, event_id: str | None = None) -> str:
         """:func:`chain_hash` of this event at ``seq`` after ``prev_hash`` (with its own id unless
         ``event_id`` is given), from the content JSON built once."""
+        ident = self.event_id if event_id is None else event_id
+        cached = self.__dict__.get("_link")
+        if cached is not None and cached[:3] == (prev_hash, seq, ident):
+            return str(cached[3])  # an events file's link, chained again at the same place
         head, tail = self._halves
-        return link_hash(prev_hash, seq, self.event_id if event_id is None else event_id,
-                         head, tail)
+        link = link_hash(prev_hash, seq, ident, head, tail)
+        self.__dict__["_link"] = (prev_hash, seq, ident, link)
+        return link
 
 
 @dataclass(frozen=True)
@@ -167,6 +195,42 @@ class StoredEvent:
         out["payload"] = dict(self.event.payload)
         return {"seq": self.seq, "event_id": self.event_id, **out,
                 "prev_hash": self.prev_hash, "hash": self.hash}
+
+
+class LoggedEvent(Event):
+    """An event read back from the log by a whole-log pass (verify, rebuild): built from its row
+    without the per-event checks and decoding, its payload decoded only when something reads it
+    (the fold reads the payloads of adds, updates and task events, not of the other outcomes).
+    Its id and link are computed from the stored payload text, so the hash chain covers it all.
+    """
+
+    @cached_property
+    def payload(self) -> Mapping[str, Any]:
+        value = decode_payload(self.payload_json)
+        if self.kind in POLICY_KINDS:
+            _validate_outcome_payload(f"{self.kind} event", value, True)
+        return value
+
+    @classmethod
+    def from_row(cls, kind: str, soc_version: str, task_id: str, recorded_at: str, origin: str,
+                 payload_json: str, repo_key: str | None, op_name: str | None,
+                 op_type: str | None) -> LoggedEvent:
+        """The event of one events row.
+
+        Raises:
+            EventValidationError: a required field is empty, or the payload is not an object.
+            ValueError: ``kind`` is not an event kind.
+        """
+        event = object.__new__(cls)
+        event.__dict__.update(kind=EventKind(kind), soc_version=soc_version, task_id=task_id,
+                              recorded_at=recorded_at, origin=origin, repo_key=repo_key,
+                              op_name=op_name, op_type=op_type, payload_json=payload_json)
+        if not (soc_version and task_id and recorded_at and origin) or \
+                (event.kind in OUTCOME_KINDS and not repo_key):
+            raise EventValidationError(f"{kind} event: a required field is empty")
+        if not (payload_json.startswith("{") and payload_json.endswith("}")):
+            raise EventValidationError(f"{kind} event: payload must be a JSON object")
+        return event
 
 
 def json_string(value: str | None) -> str:
@@ -225,6 +289,8 @@ def _validate(event: Event) -> None:
     where = f"{event.kind} event"
     if not isinstance(event.kind, EventKind):
         raise EventValidationError(f"kind: unknown event kind {event.kind!r}")
+    if not isinstance(event.payload, Mapping):
+        raise EventValidationError(f"{where}: payload must be a JSON object")
     for name in ("soc_version", "task_id", "recorded_at", "origin"):
         if not isinstance(getattr(event, name), str) or not getattr(event, name):
             raise EventValidationError(f"{where}: field {name} must be a non-empty string")

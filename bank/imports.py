@@ -270,16 +270,15 @@ def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
         appended, skipped = streamed.appended, streamed.skipped
         for info, _ in prepared.streams:
             read = found[id(info)]
-            info.task_ids = sorted(read.task_ids)
-            info.tasks, info.events = len(info.task_ids), read.events
+            info.task_ids, info.events = sorted(read.task_ids), read.events
             info.head = {"bank_id": read.bank_id, "seq": read.head_seq, "hash": read.head_hash,
                          "anchored": prepared.expect_head is not None}
     else:
         result = bank.append(prepared.events)
         appended, skipped = len(result.appended), len(result.skipped)
-    for info in prepared.files:
+    for info in prepared.files:  # counted afresh each time: a retried import reports alike
         info.tasks_present = sum(1 for task in info.task_ids if task in present)
-        info.tasks -= info.tasks_present
+        info.tasks = len(info.task_ids) - info.tasks_present
     return ImportReport(prepared.files, appended, skipped)
 
 

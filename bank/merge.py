@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bank.api import Bank
-from bank.projection import Policy, PolicyKey
+from bank.projection import Policy, policy_of
 
 
 @dataclass(frozen=True)
@@ -58,23 +58,31 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
         OutcomeRuleError: the source's log breaks the outcome rules in the target (nothing is
             written).
     """
-    before = _by_key(target.store.policies())
-    theirs = _by_key(source.store.policies())
+    before = target.store.policy_refs()
+    theirs = source.store.policy_refs()
     result = target.append_stream(lambda: (stored.event for stored in source.events()))
-    after = _by_key(target.store.policies())
+    after = target.store.policy_refs()
     report = MergeReport(source=str(source.location.path or source.location.url),
                          added=result.appended, present=result.skipped)
-    report.policies_changed = sum(1 for key, p in after.items()
-                                  if key not in before or before[key].event_id != p.event_id)
-    for key, mine in before.items():
-        other = theirs.get(key)
-        if other is None or other.event_id == mine.event_id or other.knowledge == mine.knowledge:
+    report.policies_changed = sum(1 for key, event_id in after.items() if before.get(key) != event_id)
+    contested = [key for key, mine in before.items() if theirs.get(key) not in (None, mine)]
+    if not contested:
+        return report
+    others = source.store.policies_by_key(contested)
+    winners = target.store.policies_by_key(contested)
+    for key in contested:
+        # the target's policy before the merge: still there if it won, else rebuilt from its event
+        other, winner = others[key], winners[key]
+        mine = winner if winner.event_id == before[key] else _policy_at(target, before[key])
+        if mine is None or other.knowledge == mine.knowledge:
             continue
-        winner = after[key]
         loser = other if winner.event_id == mine.event_id else mine
         report.conflicts.append(Conflict(key[0], key[1], mine.op_type, winner, loser))
     return report
 
 
-def _by_key(policies: list[Policy]) -> dict[PolicyKey, Policy]:
-    return {p.key: p for p in policies}
+def _policy_at(bank: Bank, event_id: str) -> Policy | None:
+    """The policy the add or update ``event_id`` offered (from the log)."""
+    for stored in bank.store.events_by_id([event_id]):
+        return policy_of(stored)
+    return None

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bank.canonical import canonical_json, digest
+from bank.canonical import digest
 from bank.errors import OutcomeRuleError
 from bank.events import OUTCOME_KINDS, POLICY_KINDS, TASK_STATUSES, EventKind, StoredEvent
 
@@ -42,7 +42,8 @@ def info_digest(info_dict: dict[str, Any] | None) -> str:
     return digest(info_dict or {})[:32]
 
 
-def _digest_of_json(info_json: str) -> str:
+def digest_of_json(info_json: str) -> str:
+    """:func:`info_digest` of an info_dict already in canonical JSON."""
     return hashlib.sha256(info_json.encode("utf-8")).hexdigest()[:32]
 
 
@@ -157,12 +158,12 @@ def policy_of(stored: StoredEvent) -> Policy:
     event = stored.event
     p = event.payload
     info = dict(p.get("info_dict") or {})
-    info_json = canonical_json(info)
+    info_json = event.info_json
     assert event.repo_key is not None
     return Policy(
         soc_version=event.soc_version,
         repo_key=event.repo_key,
-        info_digest=_digest_of_json(info_json),
+        info_digest=digest_of_json(info_json),
         op_type=event.op_type,
         info_dict=info,
         knowledge=dict(p["knowledge"]),
@@ -353,7 +354,7 @@ class Projection:
         event = stored.event
         p = event.payload
         assert event.repo_key is not None
-        key = (event.soc_version, event.repo_key, info_digest(p.get("info_dict")))
+        key = (event.soc_version, event.repo_key, digest_of_json(event.info_json))
         ref = (float(p.get("performance_after_us", math.inf)), stored.event_id, stored.seq)
         held = self.winners.get(key)
         if held is None or ref[:2] < held[:2]:

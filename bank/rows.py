@@ -11,7 +11,7 @@ from dataclasses import fields
 from typing import Any
 
 from bank.canonical import canonical_json, parse_json
-from bank.events import Event, StoredEvent
+from bank.events import Event, LoggedEvent, StoredEvent
 from bank.projection import Policy, TaskView
 from bank.schema import TaskRow
 from bank.sql import TASK_COLUMNS
@@ -38,6 +38,20 @@ def values_to_event(row: tuple[Any, ...]) -> StoredEvent:
     return StoredEvent(seq, event_id, event, prev_hash, link)
 
 
+def values_to_logged(row: tuple[Any, ...]) -> StoredEvent:
+    """:func:`values_to_event` for whole-log passes: a :class:`~bank.events.LoggedEvent`, its
+    payload decoded only if read.
+
+    Raises:
+        EventValidationError, ValueError: the row is not a valid event.
+    """
+    (seq, event_id, kind, soc, repo_key, task_id, op_name, op_type, recorded_at, origin,
+     payload, prev_hash, link) = row
+    event = LoggedEvent.from_row(kind, soc, task_id, recorded_at, origin, payload, repo_key,
+                                 op_name, op_type)
+    return StoredEvent(seq, event_id, event, prev_hash, link)
+
+
 def policy_values(policy: Policy) -> tuple[Any, ...]:
     """The column values of one policy, in :data:`bank.sql.POLICY_COLUMNS` order."""
     info = policy.info_json if policy.info_json is not None else canonical_json(policy.info_dict)
@@ -47,11 +61,13 @@ def policy_values(policy: Policy) -> tuple[Any, ...]:
             policy.backend, policy.cost_model_version)
 
 
-def values_to_policy(row: tuple[Any, ...]) -> Policy:
-    """The domain value of a policy row read in :data:`bank.sql.POLICY_COLUMNS` order."""
+def values_to_policy(row: tuple[Any, ...], info_dict: dict[str, Any] | None = None) -> Policy:
+    """The domain value of a policy row read in :data:`bank.sql.POLICY_COLUMNS` order
+    (``info_dict``: the row's info_dict, already known, so it is not decoded again)."""
     (soc, key, digest, op_type, info, knowledge, best_us, seq, task_id, event_id, origin, mode,
      backend, cost_model_version) = row
-    return Policy(soc, key, digest, op_type, parse_json(info), parse_json(knowledge),
+    return Policy(soc, key, digest, op_type, parse_json(info) if info_dict is None else info_dict,
+                  parse_json(knowledge),
                   float(best_us), seq, task_id, event_id, origin, mode, backend,
                   cost_model_version, info)
 

@@ -9,6 +9,7 @@ serialisation failure) is run again from the start, a bounded number of times.
 
 from __future__ import annotations
 
+import gc
 import logging
 import random
 import threading
@@ -33,14 +34,15 @@ from bank.dialects import (
     use_wal,
 )
 from bank.errors import BankError, BankLocationError, StoreError
-from bank.events import GENESIS_HASH, OUTCOME_KINDS, Event, StoredEvent
-from bank.projection import Policy, PolicyKey, Projection, TaskView, policy_of
+from bank.events import GENESIS_HASH, OUTCOME_KINDS, POLICY_KINDS, Event, StoredEvent
+from bank.projection import Policy, PolicyKey, PolicyRef, Projection, TaskView, policy_of
 from bank.rows import (
     event_values,
     policy_values,
     row_to_task,
     task_values,
     values_to_event,
+    values_to_logged,
     values_to_policy,
     values_to_task,
 )
@@ -115,11 +117,12 @@ class PolicyFilter:
 
 @dataclass
 class _Loaded:
-    """The projection rows an append read, so it can tell inserts from updates."""
+    """The projection rows an append read, so it can tell inserts from updates: tasks whole,
+    policies as the (best_us, event_id, seq) they compete with."""
 
     tasks: dict[str, TaskView] = field(default_factory=dict)
     key_states: dict[str, dict[str, str]] = field(default_factory=dict)
-    policies: dict[PolicyKey, Policy] = field(default_factory=dict)
+    winners: dict[PolicyKey, PolicyRef] = field(default_factory=dict)
 
 
 def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -290,11 +293,21 @@ class EventStore:
 
     def _append(self, session: Session, events: Sequence[Event], unique: Sequence[Event]) -> AppendResult:
         conn = session.connection()
+        result, writes = self._prepare(conn, events, unique)
+        _run_writes(conn, writes)
+        if result.appended:
+            self._set_checkpoint(session, result.appended[-1].seq)
+        return result
+
+    def _prepare(self, conn: Connection, events: Sequence[Event],
+                 unique: Sequence[Event]) -> tuple[AppendResult, list[_Write]]:
+        """Check, chain and fold a batch against the bank's state; return what it comes to and
+        the statements that write it (nothing is written here)."""
         present = self._present_ids(conn, [event.event_id for event in unique])
         fresh = [event for event in unique if event.event_id not in present]
         skipped = tuple(e.event_id for e in events if e.event_id in present)
         if not fresh:
-            return AppendResult(skipped=skipped)
+            return AppendResult(skipped=skipped), []
         seq, prev = self._head(conn)
         stored = []
         for event in fresh:
@@ -303,14 +316,35 @@ class EventStore:
             stored.append(StoredEvent(seq, event.event_id, event, prev, link))
             prev = link
         loaded = self._load_touched(conn, fresh)
-        projection = Projection(loaded.policies, loaded.tasks, loaded.key_states)
+        projection = Projection(None, loaded.tasks, loaded.key_states, compact=True)
+        projection.winners.update(loaded.winners)
         for item in stored:
             projection.apply(item)
-        conn.exec_driver_sql(sql.insert("events", sql.EVENT_COLUMNS, conn.dialect.paramstyle),
-                             [event_values(item) for item in stored])
-        self._write_projection(conn, projection, loaded)
-        self._set_checkpoint(session, seq)
-        return AppendResult(appended=tuple(stored), skipped=skipped)
+        style = conn.dialect.paramstyle
+        writes = [(sql.insert("events", sql.EVENT_COLUMNS, style), [event_values(i) for i in stored])]
+        writes += _upserts(style, "task", sql.TASK_COLUMNS, sql.TASK_KEY, projection.tasks,
+                           loaded.tasks, task_values)
+        writes += self._policy_writes(style, stored, projection.winners, loaded.winners)
+        return AppendResult(appended=tuple(stored), skipped=skipped), writes
+
+    @staticmethod
+    def _policy_writes(style: str, stored: Sequence[StoredEvent], winners: dict[PolicyKey, PolicyRef],
+                       before: dict[PolicyKey, PolicyRef]) -> list[_Write]:
+        """The policy rows a batch changed: each new winner is an event of the batch, whose
+        policy is built only now (the losers never become Policy values)."""
+        first = stored[0].seq
+        inserts, updates = [], []
+        for key, ref in winners.items():
+            held = before.get(key)
+            if held == ref:
+                continue
+            row = policy_values(policy_of(stored[ref[2] - first]))
+            if held is None:
+                inserts.append(row)
+            else:
+                updates.append(sql.update_params(sql.POLICY_COLUMNS, sql.POLICY_KEY, row))
+        return [(sql.insert("policy", sql.POLICY_COLUMNS, style), inserts),
+                (sql.update("policy", sql.POLICY_COLUMNS, sql.POLICY_KEY, style), updates)]
 
     def append_stream(self, make_events: Callable[[], Iterable[Event]],
                       chunk: int = STREAM_CHUNK) -> StreamResult:
@@ -327,13 +361,18 @@ class EventStore:
             StoreError: the database refused the write.
         """
         def work(session: Session) -> StreamResult:
+            conn = session.connection()
             appended = skipped = 0
-            for part in _batches(make_events(), chunk):
-                unique = list({event.event_id: event for event in part}.values())
-                result = self._append(session, part, unique)
-                appended += len(result.appended)
-                skipped += len(result.skipped)
-            return StreamResult(appended, skipped, *self._head(session.connection()))
+            with bulk_job():
+                for part in _batches(make_events(), chunk):
+                    unique = list({event.event_id: event for event in part}.values())
+                    result, writes = self._prepare(conn, part, unique)
+                    _run_writes(conn, writes)
+                    appended += len(result.appended)
+                    skipped += len(result.skipped)
+            head = self._head(conn)
+            self._set_checkpoint(session, head[0])
+            return StreamResult(appended, skipped, *head)
 
         return self._write(work)
 
@@ -392,15 +431,21 @@ class EventStore:
 
     def policies_for_keys(self, soc_version: str, repo_keys: Sequence[str]) -> list[Policy]:
         """Every stored policy of ``soc_version`` whose repo_key is in ``repo_keys``."""
+        return [values_to_policy(row) for row in self.policy_rows_for_keys(soc_version, repo_keys)]
+
+    def policy_rows_for_keys(self, soc_version: str,
+                             repo_keys: Sequence[str]) -> list[tuple[Any, ...]]:
+        """:meth:`policies_for_keys` as raw rows (:data:`bank.sql.POLICY_COLUMNS` order, the
+        JSON columns not decoded), for the tuner's lookup to decode only what matches."""
         keys = sorted(set(repo_keys))
         with self._session() as session:
             conn = session.connection()
             style = conn.dialect.paramstyle
-            found: list[Policy] = []
+            found: list[tuple[Any, ...]] = []
             for part in _chunks(keys):
                 statement = sql.select_policies(
                     f"soc_version = {sql.mark(style)} AND repo_key IN ({sql.marks(style, len(part))})")
-                found.extend(map(values_to_policy, conn.exec_driver_sql(statement, (soc_version, *part))))
+                found.extend(tuple(row) for row in conn.exec_driver_sql(statement, (soc_version, *part)))
             return found
 
     def outcomes_for_keys(self, soc_version: str, kind: str,
@@ -417,6 +462,39 @@ class EventStore:
                                               f"({sql.marks(style, len(part))})")
                 rows = conn.exec_driver_sql(statement, (soc_version, str(kind), *part))
                 found.extend(values_to_event(tuple(row)) for row in rows)
+        return found
+
+    def events_by_id(self, event_ids: Sequence[str]) -> list[StoredEvent]:
+        """The stored events with these ids, in seq order."""
+        found: list[StoredEvent] = []
+        with self._session() as session:
+            conn = session.connection()
+            style = conn.dialect.paramstyle
+            for part in _chunks(sorted(set(event_ids))):
+                statement = sql.select_events(f"event_id IN ({sql.marks(style, len(part))})")
+                rows = conn.exec_driver_sql(statement, tuple(part))
+                found.extend(values_to_event(tuple(row)) for row in rows)
+        return sorted(found, key=lambda stored: stored.seq)
+
+    def policy_refs(self) -> dict[PolicyKey, str]:
+        """The event_id of every stored policy, by key: what a merge compares, without decoding
+        the policies themselves."""
+        with self._session() as session:
+            rows = session.connection().exec_driver_sql(
+                "SELECT soc_version, repo_key, info_digest, event_id FROM policy")
+            return {(soc, key, digest): event_id for soc, key, digest, event_id in rows}
+
+    def policies_by_key(self, keys: Sequence[PolicyKey]) -> dict[PolicyKey, Policy]:
+        """The stored policies of ``keys`` (those that exist)."""
+        found: dict[PolicyKey, Policy] = {}
+        wanted = set(keys)
+        by_soc: dict[str, list[str]] = {}
+        for soc, key, _ in wanted:
+            by_soc.setdefault(soc, []).append(key)
+        for soc, repo_keys in by_soc.items():
+            for policy in self.policies_for_keys(soc, repo_keys):
+                if policy.key in wanted:
+                    found[policy.key] = policy
         return found
 
     def stored_projection(self) -> Projection:
@@ -477,9 +555,10 @@ class EventStore:
         conn = session.connection()
         projection = Projection(compact=True)
         head = 0
-        for row in _event_pages(conn, EventFilter()):
-            projection.apply(values_to_event(row))
-            head = row[0]
+        with bulk_job():
+            for row in _event_pages(conn, EventFilter()):
+                projection.apply(values_to_logged(row))
+                head = row[0]
         for table in (PolicyRow, TaskRow):
             session.execute(delete(table))
         style = conn.dialect.paramstyle
@@ -537,22 +616,16 @@ class EventStore:
                              f"IN ({sql.marks(style, len(part))}) AND kind IN ({kinds}) ORDER BY seq")
                 for key, kind in conn.exec_driver_sql(statement, (task_id, *part, *_OUTCOMES)):
                     states[key] = kind
-        keys = sorted({e.repo_key for e in events if e.repo_key is not None})
+        keys = sorted({e.repo_key for e in events if e.kind in POLICY_KINDS and e.repo_key})
         socs = sorted({e.soc_version for e in events})
         for part in _chunks(keys):
-            statement = sql.select_policies(f"soc_version IN ({sql.marks(style, len(socs))}) AND "
-                                            f"repo_key IN ({sql.marks(style, len(part))})")
-            for row in conn.exec_driver_sql(statement, (*socs, *part)):
-                policy = values_to_policy(tuple(row))
-                loaded.policies[policy.key] = policy
+            statement = (f"SELECT soc_version, repo_key, info_digest, best_us, event_id, seq FROM "
+                         f"policy WHERE soc_version IN ({sql.marks(style, len(socs))}) AND "
+                         f"repo_key IN ({sql.marks(style, len(part))})")
+            for soc, key, digest, best_us, event_id, seq in conn.exec_driver_sql(
+                    statement, (*socs, *part)):
+                loaded.winners[(soc, key, digest)] = (float(best_us), event_id, seq)
         return loaded
-
-    @staticmethod
-    def _write_projection(conn: Connection, projection: Projection, loaded: _Loaded) -> None:
-        _upsert(conn, "task", sql.TASK_COLUMNS, sql.TASK_KEY, projection.tasks, loaded.tasks,
-                task_values)
-        _upsert(conn, "policy", sql.POLICY_COLUMNS, sql.POLICY_KEY, projection.policies,
-                loaded.policies, policy_values)
 
     @staticmethod
     def _set_checkpoint(session: Session, last_seq: int) -> None:
@@ -591,15 +664,38 @@ def _event_pages(conn: Connection, where: EventFilter) -> Iterator[tuple[Any, ..
         after = rows[-1][0]
 
 
-def _upsert(conn: Connection, table: str, columns: tuple[str, ...], key: tuple[str, ...],
-            new: dict[Any, T], old: dict[Any, T], to_row: Callable[[T], tuple[Any, ...]]) -> None:
-    """Insert the entries of ``new`` that ``old`` lacks and update those that changed, each in
-    one ``executemany``."""
+_Write = tuple[str, list[tuple[Any, ...]]]
+"""One statement and the rows it is run with (``executemany``)."""
+
+
+def _run_writes(conn: Connection, writes: Sequence[_Write]) -> None:
+    for statement, rows in writes:
+        if rows:
+            conn.exec_driver_sql(statement, rows)
+
+
+def _upserts(style: str, table: str, columns: tuple[str, ...], key: tuple[str, ...],
+             new: dict[Any, T], old: dict[Any, T],
+             to_row: Callable[[T], tuple[Any, ...]]) -> list[_Write]:
+    """The inserts of the entries of ``new`` that ``old`` lacks and the updates of those that
+    changed, each one ``executemany``."""
     inserts = [to_row(value) for name, value in new.items() if name not in old]
     updates = [sql.update_params(columns, key, to_row(value)) for name, value in new.items()
                if name in old and old[name] != value]
-    style = conn.dialect.paramstyle
-    if inserts:
-        conn.exec_driver_sql(sql.insert(table, columns, style), inserts)
-    if updates:
-        conn.exec_driver_sql(sql.update(table, columns, key, style), updates)
+    return [(sql.insert(table, columns, style), inserts),
+            (sql.update(table, columns, key, style), updates)]
+
+
+@contextmanager
+def bulk_job() -> Iterator[None]:
+    """No cyclic garbage collection while a bulk job runs: it allocates millions of objects
+    that die young, and each full collection walks every live object, so a long import spent
+    close to half its time collecting. Reference counting still frees everything as it goes;
+    the collector runs again when the job ends."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

@@ -8,7 +8,8 @@ from typing import Any
 from bank.errors import BankError, OutcomeRuleError
 from bank.events import GENESIS_HASH, StoredEvent
 from bank.projection import PolicyKey, PolicyRef, Projection, TaskView, policy_of
-from bank.store import EventStore
+from bank.rows import values_to_logged
+from bank.store import EventStore, bulk_job
 
 MAX_LISTED = 50  # problems listed per projection; a wholesale mismatch need not print thousands
 
@@ -43,18 +44,19 @@ def check_log(store: EventStore, report: VerifyReport) -> Projection:
     projection = Projection(compact=True)
     expected_seq, prev = 1, GENESIS_HASH
     last_seq = 0
-    try:
-        for stored in store.iter_events():
+    for row in store.iter_event_rows():
+        seq = row[0]
+        try:
+            stored = values_to_logged(row)
             report.events += 1
             _check_link(stored, expected_seq, prev, report)
-            try:
-                projection.apply(stored)
-            except OutcomeRuleError as exc:
-                report.flag(stored.seq, f"seq {stored.seq}: breaks the outcome rules: {exc}")
-            expected_seq, prev, last_seq = stored.seq + 1, stored.hash, stored.seq
-            report.head_seq, report.head_hash = stored.seq, stored.hash
-    except (BankError, ValueError) as exc:
-        report.flag(last_seq + 1, f"event after seq {last_seq}: cannot be read ({exc})")
+            projection.apply(stored)
+        except OutcomeRuleError as exc:
+            report.flag(seq, f"seq {seq}: breaks the outcome rules: {exc}")
+        except (BankError, ValueError) as exc:
+            report.flag(seq, f"seq {seq}: cannot be read ({exc})")
+        expected_seq, prev, last_seq = seq + 1, row[12], seq
+        report.head_seq, report.head_hash = seq, row[12]
     checkpoint = store.checkpoint()
     if checkpoint != last_seq:
         report.flag(None, f"projections checkpoint is at seq {checkpoint}, the log ends at {last_seq}")
@@ -139,7 +141,7 @@ def verify(store: EventStore) -> VerifyReport:
     state it was in when the check began.
     """
     report = VerifyReport()
-    with store.snapshot():
+    with store.snapshot(), bulk_job():
         replayed = check_log(store, report)
         compare_tasks(replayed.tasks, {t.task_id: t for t in store.tasks()}, report)
         compare_policies(store, replayed.winners, report)

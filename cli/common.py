@@ -7,8 +7,8 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
@@ -73,14 +73,15 @@ def open_bank(db: str | None, *, create: bool = False) -> Bank:
     return Bank.open(db, create=create)
 
 
-@contextmanager
-def bank_for_writing(db: str | None) -> Iterator[Bank]:
-    """The bank the options name, made if it does not exist, for one all-or-nothing write.
+def write_to_bank(db: str | None, work: Callable[[Bank], R]) -> R:
+    """Run ``work`` (one all-or-nothing write) on the bank the options name, made if it does not
+    exist.
 
-    A new bank file is made under a temporary name beside it and renamed into place only when
-    the block succeeds, so a write that fails (a bad line deep in a long events file) leaves no
-    bank behind, and no folder this made. A bank that exists, or a server's, is opened as it is:
-    its transaction is what undoes a failed write.
+    A new bank file is made under a temporary name beside it and linked into place only when
+    ``work`` succeeded, so a write that fails (a bad line deep in a long events file) leaves no
+    bank behind, and no folder this made. The link refuses to replace a file: if another process
+    made the bank meanwhile, ``work`` runs again on that bank (``work`` must be repeatable). A
+    bank that exists, or a server's, is written as it is: its transaction undoes a failed write.
     """
     from bank import Bank
     from bank.location import resolve
@@ -89,14 +90,18 @@ def bank_for_writing(db: str | None) -> Iterator[Bank]:
     target = location.path
     if target is None or location.exists:
         with Bank.open(db, create=True) as bank:
-            yield bank
-        return
+            return work(bank)
     made = [folder for folder in (target.parent, *target.parent.parents) if not folder.exists()]
     staging = target.with_name(f".{target.name}.{os.getpid()}.new")
     try:
         with Bank.open(str(staging), create=True) as bank:
-            yield bank
-        os.replace(staging, target)
+            result = work(bank)
+        try:
+            os.link(staging, target)  # never over a bank another process made meanwhile
+        except FileExistsError:
+            with Bank.open(db, create=True) as bank:
+                return work(bank)
+        return result
     finally:
         for leftover in (staging, Path(f"{staging}-wal"), Path(f"{staging}-shm")):
             leftover.unlink(missing_ok=True)

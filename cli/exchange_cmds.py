@@ -12,12 +12,12 @@ import typer
 from cli.common import (
     DbOption,
     JsonOption,
-    bank_for_writing,
     fail,
     open_bank,
     print_json,
     print_table,
     user_errors,
+    write_to_bank,
 )
 
 
@@ -60,8 +60,7 @@ def import_(
     anchor = Anchor.parse(expect_head) if expect_head is not None else None
     prepared = read_imports(paths, soc_version, resolve, model_name, model_hash,  # before the bank
                             anchor)
-    with bank_for_writing(db) as bank:
-        report = apply_import(bank, prepared)
+    report = write_to_bank(db, lambda bank: apply_import(bank, prepared))
     if as_json:
         print_json(report.as_json())
         return

@@ -168,6 +168,14 @@ class _Run:
     started: float
     measurements: int = 0
     notices: list[str] = field(default_factory=list)
+    written_keys: int = 0
+    written_at: float = 0.0
+
+
+RESULT_FILE_EVERY_S = 10.0
+"""While a tune runs, its result file is rewritten when the keys finished have doubled since the
+last rewrite, or this many seconds have passed: a rewrite per key would write O(keys^2) bytes
+(8,000 keys of a large model: gigabytes), doubling writes at most twice the final file."""
 
 
 def tune(bank_opener: Callable[[], Bank], options: TuneOptions,
@@ -310,7 +318,9 @@ def _record(run: _Run, outcomes: list[Outcome]) -> None:
         return
     result = run.bank.record(run.task_id, outcomes)
     run.outcomes.absorb(result.appended)
-    _write_result_file(run, "incomplete", None)
+    if len(run.outcomes.keys) >= 2 * run.written_keys \
+            or time.monotonic() - run.written_at >= RESULT_FILE_EVERY_S:
+        _write_result_file(run, "incomplete", None)
 
 
 def _payload(group: KeyGroup, measurements: int, **extra: Any) -> dict[str, Any]:
@@ -431,6 +441,7 @@ def _write_result_file(run: _Run, status: str, tuning_time: float | None) -> Non
     else:
         content = opat_v2(f"report_{run.stamp}_{threading.get_native_id()}", info, run.outcomes)
     write_json_atomic(run.result_file, content, pretty=status != "incomplete")
+    run.written_keys, run.written_at = len(run.outcomes.keys), time.monotonic()
 
 
 def _finish(run: _Run) -> TuneReport:

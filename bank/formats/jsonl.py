@@ -206,10 +206,9 @@ def _at_anchor(path: Path, seq: int, link: str, expect: Anchor) -> bool:
 
 def _stored(path: Path, number: int, row: dict[str, Any]) -> StoredEvent:
     try:
-        event = Event(kind=EventKind(row["kind"]), soc_version=row["soc_version"],
-                      task_id=row["task_id"], recorded_at=row["recorded_at"], origin=row["origin"],
-                      payload=row["payload"], repo_key=row.get("repo_key"),
-                      op_name=row.get("op_name"), op_type=row.get("op_type"))
+        event = Event.of(EventKind(row["kind"]), row["soc_version"], row["task_id"],
+                         row["recorded_at"], row["origin"], row["payload"], row.get("repo_key"),
+                         row.get("op_name"), row.get("op_type"))
         return StoredEvent(int(row["seq"]), str(row["event_id"]), event, str(row["prev_hash"]),
                            str(row["hash"]))
     except (KeyError, ValueError, TypeError, BankError) as exc:

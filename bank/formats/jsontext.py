@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bank.canonical import parse_json as fast_parse
 from bank.errors import BankError
 
 MAX_BYTES = 512 * 1024 * 1024
@@ -63,7 +64,7 @@ def parse_json(data: bytes | str, where: str, error: type[BankError]) -> Any:
         except UnicodeDecodeError as exc:
             raise error(f"{where}: not UTF-8 text (bad byte at offset {exc.start})") from None
     try:
-        return json.loads(data)
+        return fast_parse(data)
     except json.JSONDecodeError as exc:
         raise error(f"{where}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
     except RecursionError:

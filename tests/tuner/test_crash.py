@@ -71,7 +71,9 @@ def _check_partial_result_file(work: Path, keys: int) -> None:
     ((_, parts),) = json.loads(partial.read_text()).items()  # whole JSON: written atomically
     assert "tuning_time(s)" not in parts[0]["basic"]
     assert parts[1]["OPAT"]["opat_tuning_result"] == "tuning incomplete"
-    assert keys - 1 <= parts[1]["OPAT"]["repo_summary"]["total_num"] <= keys
+    # rewritten each time the finished keys double (tuner/flow.py RESULT_FILE_EVERY_S): it
+    # holds at least half of what the bank has, less the key that was being written
+    assert keys / 2 - 1 <= parts[1]["OPAT"]["repo_summary"]["total_num"] <= keys
 
 
 def test_twenty_kills_each_resume_to_the_uninterrupted_bank(

@@ -239,3 +239,29 @@ def test_bad_options_leave_no_bank(tmp_path: Path, options: dict[str, Any], mess
              TuneOptions(model=VGG, work_dir=tmp_path, **kwargs))
     assert not (tmp_path / "b.db").exists()
     assert not list(tmp_path.glob("aoe_result_*"))
+
+
+def test_the_result_file_is_rewritten_as_keys_double_not_per_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import itertools
+    import math
+
+    import tuner.flow as flow
+
+    sizes: list[int] = []
+    real = flow.write_json_atomic
+
+    def counting(path: Path, content: Any, pretty: bool = False) -> None:
+        real(path, content, pretty=pretty)
+        if path.name.startswith("aoe_result_opat_"):
+            ((_, parts),) = json.loads(path.read_text()).items()
+            sizes.append(parts[1]["OPAT"]["repo_summary"]["total_num"])
+
+    monkeypatch.setattr(flow, "write_json_atomic", counting)
+    monkeypatch.setattr(flow, "RESULT_FILE_EVERY_S", math.inf)  # keys alone decide
+    report = run_tune(tmp_path / "b.db", tmp_path, budget=4)
+    keys = report.repo_summary["total_num"]
+    assert keys > 8
+    assert sizes[-1] == keys  # the final rewrite holds every key
+    assert len(sizes) <= math.log2(keys) + 3  # one per doubling, and the last
+    assert all(later >= 2 * earlier for earlier, later in itertools.pairwise(sizes[:-1]))

@@ -1,0 +1,107 @@
+"""One measured job, run alone in this process by bench/scale.py: prints one JSON line with
+the job's result, the seconds the job itself took and this process's peak resident memory.
+
+Usage: python bench/child.py JOB ARGS...   (jobs: import, record, verify, rebuild, export,
+lookup, summary, merge)
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def cli(*args: str) -> dict[str, Any]:
+    """Run one `bank` command in this process; its exit code must be 0."""
+    from cli.main import app
+
+    try:
+        app([*args], standalone_mode=False)
+    except SystemExit as exc:
+        if exc.code:
+            raise
+    return {}
+
+
+def record(db: str, count: str) -> dict[str, Any]:
+    """The workload's outcomes recorded through the API, one batch per task."""
+    from bank import Bank
+    from bench.workload import plan
+
+    tasks = list(plan(int(count)))
+    started = time.perf_counter()
+    with Bank.open(db, create=True) as bank:
+        for task in tasks:
+            task_id = bank.start_task(task.soc_version, tuning_name=task.tuning_name,
+                                      task_id=task.task_id)
+            bank.record(task_id, task.outcomes)
+            bank.finish_task(task_id)
+        head = bank.head()
+    return {"events": head, "record_seconds": time.perf_counter() - started}
+
+
+def lookup(db: str, count: str) -> dict[str, Any]:
+    """The tuner's batched lookup of ``count`` keys (half known, half not) on one chip."""
+    import sqlite3
+
+    from bank import Bank
+
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT repo_key, info_dict FROM policy WHERE soc_version = ? LIMIT ?",
+                            ("Ascend910B2", int(count) // 2)).fetchall()
+    wanted = [(key, json.loads(info)) for key, info in rows]
+    wanted += [(f"unknown-{n}", {"op_type": "Add"}) for n in range(int(count) - len(wanted))]
+    with Bank.open(db) as bank:
+        started = time.perf_counter()
+        found = bank.lookup("Ascend910B2", wanted)
+        elapsed = time.perf_counter() - started
+    return {"keys": len(wanted), "found": len(found), "lookup_seconds": elapsed,
+            "known": [key for key, _ in wanted]}
+
+
+def summary(db: str) -> dict[str, Any]:
+    """One task's repo_summary through the API, the bank opened and closed."""
+    from bank import Bank
+
+    with Bank.open(db) as bank:
+        task = bank.tasks()[len(bank.tasks()) // 2].task_id
+    started = time.perf_counter()
+    with Bank.open(db) as bank:
+        counts = bank.summary(task)
+    return {"task": task, "summary_seconds": time.perf_counter() - started, "counts": counts}
+
+
+JOBS = {
+    "import": lambda path, db: cli("import", path, "--db", db),
+    "record": record,
+    "verify": lambda db: cli("verify", "--db", db),
+    "rebuild": lambda db: cli("rebuild", "--db", db),
+    "export": lambda db, out: cli("export", "--format", "jsonl", "--db", db, "--out", out),
+    "lookup": lookup,
+    "summary": summary,
+    "merge": lambda target, source: cli("merge", source, "--db", target),
+}
+
+
+def main() -> None:
+    job, *args = sys.argv[1:]
+    import bank.api  # noqa: F401 - imports are start-up, not the job
+    import cli.main  # noqa: F401
+
+    started = time.perf_counter()
+    result = JOBS[job](*args)
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    sys.stdout.flush()
+    print(json.dumps({"result": result, "seconds": seconds, "peak_mb": peak}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,208 @@
+"""Every speed figure of docs/performance.md, measured side by side with its baseline.
+
+Usage: python bench/run.py [--sizes 10000,100000,1000000] [--merge 1000000] [--out bench/results.json]
+
+For each bank size it generates the workload (bench/workload.py) as an events file, then times:
+plain sqlite3 inserting the same rows (the baseline) against `bank import` of the file and
+`Bank.record` of the same outcomes; the tuner's lookup of 10,000 keys against a plain indexed
+query; verify, rebuild and export of the whole log (events/s and peak memory); one task's
+summary through the API. Then `bank summary`'s start-up against `python -c pass`, and a merge of
+two banks of half the largest size against ATTACH + INSERT ... SELECT. Results go to
+bench/results.json and the table in docs/performance.md. Not a test: nothing here asserts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import result_file  # noqa: E402
+from bench.scale import (  # noqa: E402
+    child,
+    event_rows,
+    plain_insert,
+    plain_lookup,
+    plain_merge,
+    wall,
+    write_events_file,
+)
+
+LOOKUP_KEYS = 10_000
+DOC = ROOT / "docs" / "performance.md"
+BEGIN, END = "<!-- bench/run.py: begin -->", "<!-- bench/run.py: end -->"
+
+
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
+def bank_at(size: int, folder: Path) -> dict[str, Any]:
+    """Every per-size figure."""
+    source = folder / f"events-{size}.jsonl"
+    count = write_events_file(source, size)
+    rows = event_rows(source)
+    plain_s = plain_insert(folder / f"plain-{size}.db", rows)
+    del rows
+    out: dict[str, Any] = {"events": count, "file_mb": round(source.stat().st_size / 2**20, 1),
+                           "plain_insert_per_s": round(count / plain_s)}
+    db = folder / f"imported-{size}.db"
+    imported = child("import", str(source), str(db))
+    out["import_per_s"] = round(count / imported.seconds)
+    out["import_peak_mb"] = round(imported.peak_mb)
+    recorded = child("record", str(folder / f"recorded-{size}.db"), str(size))
+    out["record_per_s"] = round(recorded.result["events"] / recorded.result["record_seconds"])
+    for job in ("verify", "rebuild"):
+        measured = child(job, str(db))
+        out[f"{job}_per_s"] = round(count / measured.seconds)
+        out[f"{job}_peak_mb"] = round(measured.peak_mb)
+    exported = child("export", str(db), str(folder / f"export-{size}.jsonl"))
+    out["export_per_s"] = round(count / exported.seconds)
+    out["export_peak_mb"] = round(exported.peak_mb)
+    looked = child("lookup", str(db), str(LOOKUP_KEYS))
+    out["lookup_ms"] = round(looked.result["lookup_seconds"] * 1000, 1)
+    out["plain_lookup_ms"] = round(plain_lookup(db, "Ascend910B2", looked.result["known"]) * 1000, 1)
+    summary = child("summary", str(db))
+    out["summary_ms"] = round(summary.result["summary_seconds"] * 1000, 1)
+    out["summary_task"] = summary.result["task"]
+    out["_db"] = str(db)
+    for name in (f"plain-{size}.db", f"recorded-{size}.db", f"export-{size}.jsonl"):
+        (folder / name).unlink(missing_ok=True)
+    source.unlink()
+    return out
+
+
+def merge_at(size: int, folder: Path) -> dict[str, Any]:
+    """Two banks of ``size // 2`` events (different workloads) merged, against ATTACH + INSERT."""
+    half = size // 2
+    banks = []
+    for seed in (1, 2):
+        source = folder / f"merge-{seed}.jsonl"
+        write_events_file(source, half, seed)
+        db = folder / f"merge-{seed}.db"
+        child("import", str(source), str(db))
+        source.unlink()
+        banks.append(db)
+    target, theirs = banks
+    copy = folder / "merge-target.db"
+    shutil.copyfile(target, copy)
+    merged = child("merge", str(copy), str(theirs))
+    shutil.copyfile(target, copy)
+    plain_s = plain_merge(copy, theirs)
+    return {"events_each": half, "merge_s": round(merged.seconds, 2), "plain_merge_s": round(plain_s, 2),
+            "merge_peak_mb": round(merged.peak_mb)}
+
+
+def startup(db: str, task: str) -> dict[str, Any]:
+    """`bank summary`'s wall time, start-up included, against `python -c pass`."""
+    bank = shutil.which("bank") or "bank"
+    return {"python_pass_s": round(wall(sys.executable, "-c", "pass"), 3),
+            "bank_summary_s": round(wall(bank, "summary", task, "--db", db), 3)}
+
+
+def table(results: dict[str, Any]) -> str:
+    """The Markdown table of docs/performance.md."""
+    sizes = results["sizes"]
+    head = "| | " + " | ".join(f"{int(n):,} events" for n in sizes) + " | target |"
+    lines = [head, "|---" * (len(sizes) + 2) + "|"]
+
+    def row(label: str, cell: Any, target: str) -> None:
+        lines.append(f"| {label} | " + " | ".join(cell(s) for s in sizes.values()) + f" | {target} |")
+
+    row("plain sqlite3 executemany, events/s (baseline)", lambda s: f"{s['plain_insert_per_s']:,}", "")
+    row("`bank import` of the events file, events/s", lambda s: f"{s['import_per_s']:,} "
+        f"({s['import_per_s'] / s['plain_insert_per_s']:.2f}x)", ">= 0.5x")
+    row("`Bank.record`, one batch per task, events/s", lambda s: f"{s['record_per_s']:,} "
+        f"({s['record_per_s'] / s['plain_insert_per_s']:.2f}x)", ">= 0.5x")
+    row("lookup of 10,000 keys, ms (plain indexed query)", lambda s: f"{s['lookup_ms']} "
+        f"({s['plain_lookup_ms']}; {s['lookup_ms'] / max(s['plain_lookup_ms'], 0.1):.1f}x)", "<= 2x")
+    row("verify, events/s (peak MB)", lambda s: f"{s['verify_per_s']:,} ({s['verify_peak_mb']})",
+        ">= 100,000 (< 300)")
+    row("rebuild, events/s (peak MB)", lambda s: f"{s['rebuild_per_s']:,} ({s['rebuild_peak_mb']})",
+        ">= 100,000")
+    row("export, events/s (peak MB)", lambda s: f"{s['export_per_s']:,} ({s['export_peak_mb']})",
+        "(< 300)")
+    row("import peak MB", lambda s: f"{s['import_peak_mb']}", "< 300")
+    row("one task's summary through the API, ms", lambda s: f"{s['summary_ms']}", "< 50")
+    out = "\n".join(lines)
+    if "startup" in results:
+        st = results["startup"]
+        out += (f"\n\n`bank summary` start-up: {st['bank_summary_s']} s against `python -c pass` "
+                f"{st['python_pass_s']} s ({st['bank_summary_s'] / st['python_pass_s']:.1f}x; target <= 3x).")
+    if "merge" in results:
+        m = results["merge"]
+        out += (f"\n\nMerge of two {m['events_each']:,}-event banks: {m['merge_s']} s against ATTACH + "
+                f"INSERT ... SELECT {m['plain_merge_s']} s ({m['merge_s'] / m['plain_merge_s']:.1f}x; "
+                f"target <= 3x), peak {m['merge_peak_mb']} MB.")
+    if "result_file" in results:
+        r = results["result_file"]
+        per_key, doubling = r["per_key"], r["doubling"]
+        out += (f"\n\nResult file during a tune of {r['model']} ({doubling['keys']} keys): "
+                f"{doubling['bytes']:,} bytes in {doubling['rewrites']} rewrites "
+                f"({doubling['bytes'] / doubling['final_bytes']:.1f}x the final file) against "
+                f"{per_key['bytes']:,} in {per_key['rewrites']} with a rewrite per key "
+                f"({per_key['bytes'] / per_key['final_bytes']:.1f}x).")
+    return out
+
+
+def write_doc(results: dict[str, Any]) -> None:
+    text = DOC.read_text(encoding="utf-8")
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    block = (f"\n`{results['command']}` on {results['machine']}, {results['date']}:\n\n"
+             f"{table(results)}\n")
+    DOC.write_text(text[:start] + block + text[end:], encoding="utf-8")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--merge", type=int, default=None, help="merge size (default: the largest)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
+    parser.add_argument("--no-doc", action="store_true", help="leave docs/performance.md alone")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    results: dict[str, Any] = {
+        "command": "python bench/run.py" + "".join(f" {a}" for a in sys.argv[1:]),
+        "machine": f"{platform.machine()}, {_cores()} cores, Python {platform.python_version()}",
+        "date": time.strftime("%Y-%m-%d"), "sizes": {}}
+    with tempfile.TemporaryDirectory(prefix="tunebank-bench-") as tmp:
+        folder = Path(tmp)
+        for size in sizes:
+            say(f"bank of {size:,} events ...")
+            results["sizes"][str(size)] = bank_at(size, folder)
+            say(json.dumps(results["sizes"][str(size)]))
+        largest = results["sizes"][str(sizes[-1])]
+        results["startup"] = startup(largest.pop("_db"), largest["summary_task"])
+        for figures in results["sizes"].values():
+            figures.pop("_db", None)
+        say(json.dumps(results["startup"]))
+        say("merge ...")
+        results["merge"] = merge_at(args.merge or sizes[-1], folder)
+        say(json.dumps(results["merge"]))
+    say("result file ...")
+    results["result_file"] = result_file.run(ROOT / "fixtures" / "models" / "resnet50.onnx")
+    say(json.dumps(results["result_file"]))
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    say("\n" + table(results))
+    if not args.no_doc:
+        write_doc(results)
+
+
+def _cores() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+if __name__ == "__main__":
+    main()
