@@ -49,8 +49,12 @@ def summary(
     as_json: JsonOption = False,
 ) -> None:
     """Print a task's repo_summary under AOE's field names."""
-    with open_bank(db) as bank:
-        found = bank.task(task)
+    from bank.quick import quick_task
+
+    found = quick_task(db, task)  # an SQLite bank file: read without loading the ORM
+    if found is None:
+        with open_bank(db) as bank:
+            found = bank.task(task)
     counts = found.repo_summary()
     if as_json:
         print_json(counts)

@@ -26,16 +26,26 @@ class EventFileError(BankError):
 
 def write_events(handle: IO[str], events: Iterable[StoredEvent], bank_id: str) -> int:
     """Stream ``events`` to ``handle``; return how many were written."""
+    return write_event_rows(handle, (_row(stored) for stored in events), bank_id)
+
+
+def write_event_rows(handle: IO[str], rows: Iterable[Sequence[Any]], bank_id: str) -> int:
+    """Stream events rows (:data:`bank.sql.EVENT_COLUMNS` order, as
+    :meth:`bank.store.EventStore.iter_event_rows` reads them) to ``handle``, nothing decoded;
+    return how many were written."""
     handle.write(header_line(bank_id))
     count = 0
-    for stored in events:
-        event = stored.event
-        handle.write(event_line((stored.seq, stored.event_id, str(event.kind), event.soc_version,
-                                 event.repo_key, event.task_id, event.op_name, event.op_type,
-                                 event.recorded_at, event.origin, event.payload_json,
-                                 stored.prev_hash, stored.hash)))
+    for row in rows:
+        handle.write(event_line(row))
         count += 1
     return count
+
+
+def _row(stored: StoredEvent) -> tuple[Any, ...]:
+    event = stored.event
+    return (stored.seq, stored.event_id, str(event.kind), event.soc_version, event.repo_key,
+            event.task_id, event.op_name, event.op_type, event.recorded_at, event.origin,
+            event.payload_json, stored.prev_hash, stored.hash)
 
 
 def header_line(bank_id: str) -> str:

@@ -1,0 +1,15 @@
+"""The bank's schema version, in a module of its own so the light read path (bank/quick.py)
+knows it without importing the tables."""
+
+SCHEMA_VERSION = 4
+"""The bank's schema version, recorded in ``bank_meta`` (schema_version). A bank of another
+version is not opened: an older one is brought up to date by ``bank upgrade`` (bank/migrate.py),
+a newer one needs a newer tunebank.
+
+1. the events log, its projections, the checkpoint and the bank id.
+2. policy.cost_model_version; policy.backend indexed.
+3. the version recorded in bank_meta (versions 1 and 2 kept it in checkpoint.schema_version).
+4. no task_key table: the outcome rules read a running task's key states from the log itself,
+   through the events index on (task_id, repo_key), which replaces the index on task_id.
+
+The events table's columns are the same in every version."""
