@@ -570,7 +570,8 @@ class EventStore:
         for start in range(0, len(seqs), _PAGE):
             events = self._events_at(conn, seqs[start:start + _PAGE])
             rows = [policy_values(policy_of(stored)) for stored in events.values() if stored]
-            conn.exec_driver_sql(insert_policy, rows)
+            if rows:
+                conn.exec_driver_sql(insert_policy, rows)
         self._set_checkpoint(session, head)
         return head
 

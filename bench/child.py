@@ -90,6 +90,19 @@ JOBS = {
 }
 
 
+def peak_mb() -> float:
+    """This process's peak resident memory: VmHWM, the high-water mark of its own address space.
+    (getrusage's ru_maxrss is not used: Linux carries it over from the parent across fork and
+    exec, so a child of a large parent reports the parent's size.)"""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def main() -> None:
     job, *args = sys.argv[1:]
     import bank.api  # noqa: F401 - imports are start-up, not the job
@@ -98,7 +111,7 @@ def main() -> None:
     started = time.perf_counter()
     result = JOBS[job](*args)
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_mb()
     sys.stdout.flush()
     print(json.dumps({"result": result, "seconds": seconds, "peak_mb": peak}))
 

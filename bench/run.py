@@ -6,9 +6,11 @@ For each bank size it generates the workload (bench/workload.py) as an events fi
 plain sqlite3 inserting the same rows (the baseline) against `bank import` of the file and
 `Bank.record` of the same outcomes; the tuner's lookup of 10,000 keys against a plain indexed
 query; verify, rebuild and export of the whole log (events/s and peak memory); one task's
-summary through the API. Then `bank summary`'s start-up against `python -c pass`, and a merge of
-two banks of half the largest size against ATTACH + INSERT ... SELECT. Results go to
-bench/results.json and the table in docs/performance.md. Not a test: nothing here asserts.
+summary through the API. Then `bank summary`'s start-up against `python -c pass`, a merge of
+two banks of half the largest size against ATTACH + INSERT ... SELECT, the result file's bytes
+during a tune (bench/result_file.py) and the search-quality suite (bench/search_quality.py).
+Results go to bench/results.json and the tables in docs/performance.md. Not a test: nothing
+here asserts.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import result_file  # noqa: E402
+from bench import result_file, search_quality  # noqa: E402
 from bench.scale import (  # noqa: E402
     child,
     event_rows,
@@ -151,6 +153,8 @@ def table(results: dict[str, Any]) -> str:
                 f"({doubling['bytes'] / doubling['final_bytes']:.1f}x the final file) against "
                 f"{per_key['bytes']:,} in {per_key['rewrites']} with a rewrite per key "
                 f"({per_key['bytes'] / per_key['final_bytes']:.1f}x).")
+    if "search" in results:
+        out += "\n\n### Search quality (sim backend)\n\n" + search_quality.table(results["search"])
     return out
 
 
@@ -169,6 +173,7 @@ def main() -> None:
     parser.add_argument("--merge", type=int, default=None, help="merge size (default: the largest)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
     parser.add_argument("--no-doc", action="store_true", help="leave docs/performance.md alone")
+    parser.add_argument("--no-search", action="store_true", help="leave out the search-quality suite")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     results: dict[str, Any] = {
@@ -192,6 +197,10 @@ def main() -> None:
     say("result file ...")
     results["result_file"] = result_file.run(ROOT / "fixtures" / "models" / "resnet50.onnx")
     say(json.dumps(results["result_file"]))
+    if not args.no_search:
+        say("search quality ...")
+        results["search"] = search_quality.run(5, [16, 32, 64, 128], search_quality.has_optuna())
+        say(search_quality.table(results["search"]))
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     say("\n" + table(results))
     if not args.no_doc:
