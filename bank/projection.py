@@ -187,8 +187,9 @@ class Projection:
     more events, so its key states are dropped when it finishes: memory follows the tasks still
     running, not the log.
 
-    A ``compact`` projection keeps only a :data:`PolicyRef` per policy key (in ``winners``),
-    for folds over a whole log (verify, rebuild) whose memory must not grow with the policies'
+    A ``compact`` projection keeps only a :data:`PolicyRef` per policy key (in ``winners``):
+    appends compare a batch with the stored refs and build a Policy only for a new winner, and
+    folds over a whole log (verify, rebuild) keep memory from growing with the policies'
     contents; ``policies`` then stays empty.
 
     Counters are kept in place while events are folded and the :class:`TaskView` values are

@@ -98,8 +98,8 @@ def write_to_bank(db: str | None, work: Callable[[Bank], R]) -> R:
             result = work(bank)
         try:
             os.link(staging, target)  # never over a bank another process made meanwhile
-        except FileExistsError:
-            with Bank.open(db, create=True) as bank:
+        except OSError:  # made meanwhile by another process, or no hard links on this file
+            with Bank.open(db, create=True) as bank:  # system: write the bank where it is
                 return work(bank)
         return result
     finally:
