@@ -15,6 +15,27 @@ from typing import Any
 from bank.api import Bank
 from bank.projection import Policy, policy_of
 
+_PAGE = 2000
+
+
+@dataclass(frozen=True)
+class PolicySide:
+    """One side of a conflict: what the report says of a policy (not the policy itself, so a
+    merge of two large banks that disagree on every key holds summaries, not policies)."""
+
+    best_us: float
+    origin: str
+    task_id: str
+    event_id: str
+
+    @classmethod
+    def of(cls, policy: Policy) -> PolicySide:
+        return cls(policy.best_us, policy.origin, policy.task_id, policy.event_id)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"best_us": self.best_us if math.isfinite(self.best_us) else None,
+                "origin": self.origin, "task_id": self.task_id, "event_id": self.event_id}
+
 
 @dataclass(frozen=True)
 class Conflict:
@@ -23,15 +44,13 @@ class Conflict:
     soc_version: str
     repo_key: str
     op_type: str | None
-    winner: Policy
-    loser: Policy
+    winner: PolicySide
+    loser: PolicySide
 
     def as_json(self) -> dict[str, Any]:
-        def side(p: Policy) -> dict[str, Any]:
-            return {"best_us": p.best_us if math.isfinite(p.best_us) else None,
-                    "origin": p.origin, "task_id": p.task_id, "event_id": p.event_id}
         return {"soc_version": self.soc_version, "repo_key": self.repo_key,
-                "op_type": self.op_type, "winner": side(self.winner), "loser": side(self.loser)}
+                "op_type": self.op_type, "winner": self.winner.as_json(),
+                "loser": self.loser.as_json()}
 
 
 @dataclass
@@ -68,21 +87,20 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
     contested = [key for key, mine in before.items() if theirs.get(key) not in (None, mine)]
     if not contested:
         return report
-    others = source.store.policies_by_key(contested)
-    winners = target.store.policies_by_key(contested)
-    for key in contested:
-        # the target's policy before the merge: still there if it won, else rebuilt from its event
-        other, winner = others[key], winners[key]
-        mine = winner if winner.event_id == before[key] else _policy_at(target, before[key])
-        if mine is None or other.knowledge == mine.knowledge:
-            continue
-        loser = other if winner.event_id == mine.event_id else mine
-        report.conflicts.append(Conflict(key[0], key[1], mine.op_type, winner, loser))
+    for start in range(0, len(contested), _PAGE):  # a page of keys at a time: memory stays flat
+        part = contested[start:start + _PAGE]
+        others = source.store.policies_by_key(part)
+        winners = target.store.policies_by_key(part)
+        # the target's policy before the merge: still there if it won, else made again from its
+        # event, read for the whole page in one query
+        lost = sorted({before[key] for key in part if winners[key].event_id != before[key]})
+        formerly = {stored.event_id: policy_of(stored) for stored in target.store.events_by_id(lost)}
+        for key in part:
+            other, winner = others[key], winners[key]
+            mine = winner if winner.event_id == before[key] else formerly.get(before[key])
+            if mine is None or other.knowledge == mine.knowledge:
+                continue
+            loser = other if winner.event_id == mine.event_id else mine
+            report.conflicts.append(Conflict(key[0], key[1], mine.op_type, PolicySide.of(winner),
+                                             PolicySide.of(loser)))
     return report
-
-
-def _policy_at(bank: Bank, event_id: str) -> Policy | None:
-    """The policy the add or update ``event_id`` offered (from the log)."""
-    for stored in bank.store.events_by_id([event_id]):
-        return policy_of(stored)
-    return None
