@@ -227,12 +227,6 @@ class Projection:
 
     __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
 
-    def copy(self) -> Projection:
-        """An independent projection holding the same state."""
-        other = Projection(self.policies, self.tasks, self.key_states, compact=self.compact)
-        other.winners = dict(self.winners)
-        return other
-
     def apply(self, stored: StoredEvent) -> None:
         """Fold one event in.
 

@@ -22,8 +22,9 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
-from bank.events import GENESIS_HASH  # noqa: E402
+from bank.events import GENESIS_HASH, StoredEvent  # noqa: E402
 from bank.formats.jsonl import event_line, header_line  # noqa: E402
+from bank.rows import event_values  # noqa: E402
 from bench.workload import events  # noqa: E402
 
 
@@ -76,10 +77,7 @@ def write_events_file(path: Path, count: int, seed: int = 0) -> int:
         for event in events(count, seed):
             seq += 1
             link = event.link_hash(prev, seq)
-            handle.write(event_line((seq, event.event_id, str(event.kind), event.soc_version,
-                                     event.repo_key, event.task_id, event.op_name, event.op_type,
-                                     event.recorded_at, event.origin, event.payload_json, prev,
-                                     link)))
+            handle.write(event_line(event_values(StoredEvent(seq, event.event_id, event, prev, link))))
             prev = link
     return seq
 

@@ -26,7 +26,9 @@ class EventFileError(BankError):
 
 def write_events(handle: IO[str], events: Iterable[StoredEvent], bank_id: str) -> int:
     """Stream ``events`` to ``handle``; return how many were written."""
-    return write_event_rows(handle, (_row(stored) for stored in events), bank_id)
+    from bank.rows import event_values
+
+    return write_event_rows(handle, map(event_values, events), bank_id)
 
 
 def write_event_rows(handle: IO[str], rows: Iterable[Sequence[Any]], bank_id: str) -> int:
@@ -39,13 +41,6 @@ def write_event_rows(handle: IO[str], rows: Iterable[Sequence[Any]], bank_id: st
         handle.write(event_line(row))
         count += 1
     return count
-
-
-def _row(stored: StoredEvent) -> tuple[Any, ...]:
-    event = stored.event
-    return (stored.seq, stored.event_id, str(event.kind), event.soc_version, event.repo_key,
-            event.task_id, event.op_name, event.op_type, event.recorded_at, event.origin,
-            event.payload_json, stored.prev_hash, stored.hash)
 
 
 def header_line(bank_id: str) -> str:
