@@ -1,6 +1,7 @@
 """Every speed figure of docs/performance.md, measured side by side with its baseline.
 
 Usage: python bench/run.py [--sizes 10000,100000,1000000] [--merge 1000000] [--out bench/results.json]
+                        [--only scale,merge,result_file,search,end_to_end]
 
 For each bank size it generates the workload (bench/workload.py) as an events file, then times:
 plain sqlite3 inserting the same rows (the baseline) against `bank import` of the file and
@@ -8,9 +9,11 @@ plain sqlite3 inserting the same rows (the baseline) against `bank import` of th
 query; verify, rebuild and export of the whole log (events/s and peak memory); one task's
 summary through the API. Then `bank summary`'s start-up against `python -c pass`, a merge of
 two banks of half the largest size against ATTACH + INSERT ... SELECT, the result file's bytes
-during a tune (bench/result_file.py) and the search-quality suite (bench/search_quality.py).
-Results go to bench/results.json and the tables in docs/performance.md. Not a test: nothing
-here asserts.
+during a tune (bench/result_file.py), the search-quality suite (bench/search_quality.py) and
+whole models tuned end to end (bench/end_to_end.py). Results go to bench/results.json and the
+tables in docs/performance.md; ``--only`` measures the sections named and keeps the others'
+last figures (each section records the command and date that measured it). Not a test:
+nothing here asserts.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import result_file, search_quality  # noqa: E402
+from bench import end_to_end, result_file, search_quality  # noqa: E402
 from bench.scale import (  # noqa: E402
     child,
     event_rows,
@@ -155,6 +158,12 @@ def table(results: dict[str, Any]) -> str:
                 f"({per_key['bytes'] / per_key['final_bytes']:.1f}x).")
     if "search" in results:
         out += "\n\n### Search quality (sim backend)\n\n" + search_quality.table(results["search"])
+    if "end_to_end" in results:
+        out += "\n\n### End to end (ga, sim backend)\n\n" + end_to_end.table(results["end_to_end"])
+    later = [f"{name}: `{run['command']}`, {run['date']}" for name, run in results.get("runs", {}).items()
+             if run["command"] != results["command"] or run["date"] != results["date"]]
+    if later:
+        out += "\n\nMeasured since, by section: " + "; ".join(later) + "."
     return out
 
 
@@ -166,6 +175,9 @@ def write_doc(results: dict[str, Any]) -> None:
     DOC.write_text(text[:start] + block + text[end:], encoding="utf-8")
 
 
+SECTIONS = ("scale", "merge", "result_file", "search", "end_to_end")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -174,33 +186,55 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
     parser.add_argument("--no-doc", action="store_true", help="leave docs/performance.md alone")
     parser.add_argument("--no-search", action="store_true", help="leave out the search-quality suite")
+    parser.add_argument("--only", default=",".join(SECTIONS),
+                        help="sections to measure; the others keep their figures from --out")
     args = parser.parse_args()
+    only = set(args.only.split(","))
+    if only - set(SECTIONS):
+        parser.error(f"--only: no section {sorted(only - set(SECTIONS))[0]!r} "
+                     f"(sections: {', '.join(SECTIONS)})")
+    if args.no_search:
+        only.discard("search")
     sizes = [int(s) for s in args.sizes.split(",")]
-    results: dict[str, Any] = {
-        "command": "python bench/run.py" + "".join(f" {a}" for a in sys.argv[1:]),
-        "machine": f"{platform.machine()}, {_cores()} cores, Python {platform.python_version()}",
-        "date": time.strftime("%Y-%m-%d"), "sizes": {}}
+    stamp = {"command": "python bench/run.py" + "".join(f" {a}" for a in sys.argv[1:]),
+             "date": time.strftime("%Y-%m-%d")}
+    results: dict[str, Any] = json.loads(args.out.read_text(encoding="utf-8")) \
+        if only != set(SECTIONS) and args.out.exists() else {}
+    if "scale" in only or not results:
+        results.update(stamp)
+        results["machine"] = f"{platform.machine()}, {_cores()} cores, Python {platform.python_version()}"
+    results.setdefault("runs", {})
     with tempfile.TemporaryDirectory(prefix="tunebank-bench-") as tmp:
         folder = Path(tmp)
-        for size in sizes:
-            say(f"bank of {size:,} events ...")
-            results["sizes"][str(size)] = bank_at(size, folder)
-            say(json.dumps(results["sizes"][str(size)]))
-        largest = results["sizes"][str(sizes[-1])]
-        results["startup"] = startup(largest.pop("_db"), largest["summary_task"])
-        for figures in results["sizes"].values():
-            figures.pop("_db", None)
-        say(json.dumps(results["startup"]))
-        say("merge ...")
-        results["merge"] = merge_at(args.merge or sizes[-1], folder)
-        say(json.dumps(results["merge"]))
-    say("result file ...")
-    results["result_file"] = result_file.run(ROOT / "fixtures" / "models" / "resnet50.onnx")
-    say(json.dumps(results["result_file"]))
-    if not args.no_search:
+        if "scale" in only:
+            results["sizes"] = {}
+            for size in sizes:
+                say(f"bank of {size:,} events ...")
+                results["sizes"][str(size)] = bank_at(size, folder)
+                say(json.dumps(results["sizes"][str(size)]))
+            largest = results["sizes"][str(sizes[-1])]
+            results["startup"] = startup(largest.pop("_db"), largest["summary_task"])
+            for figures in results["sizes"].values():
+                figures.pop("_db", None)
+            say(json.dumps(results["startup"]))
+        if "merge" in only:
+            say("merge ...")
+            results["merge"] = merge_at(args.merge or sizes[-1], folder)
+            say(json.dumps(results["merge"]))
+    if "result_file" in only:
+        say("result file ...")
+        results["result_file"] = result_file.run(ROOT / "fixtures" / "models" / "resnet50.onnx")
+        say(json.dumps(results["result_file"]))
+    if "search" in only:
         say("search quality ...")
         results["search"] = search_quality.run(5, [16, 32, 64, 128], search_quality.has_optuna())
         say(search_quality.table(results["search"]))
+    if "end_to_end" in only:
+        say("end to end ...")
+        results["end_to_end"] = end_to_end.run()
+        say(end_to_end.table(results["end_to_end"]))
+    for section in only:
+        results["runs"][section] = stamp
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     say("\n" + table(results))
     if not args.no_doc:
