@@ -68,6 +68,18 @@ class Evaluator:
             self.measurements += len(fresh_rows)
         return np.array([self._seen[key] for key in keys], dtype=np.float64)
 
+    def unseen(self, candidates: np.ndarray, limit: int) -> np.ndarray:
+        """Up to ``limit`` rows of ``candidates`` never measured, duplicates dropped, in order."""
+        rows = np.ascontiguousarray(candidates, dtype=np.int16)
+        fresh: dict[bytes, int] = {}
+        for index, row in enumerate(rows):
+            if len(fresh) >= limit:
+                break
+            key = row.tobytes()
+            if key not in self._seen and key not in fresh:
+                fresh[key] = index
+        return rows[list(fresh.values())] if fresh else rows[:0]
+
     def _measure(self, batch: np.ndarray) -> np.ndarray:
         exact = np.asarray(self._latency(batch), dtype=np.float64)
         if self._noise <= 0:
@@ -86,9 +98,9 @@ class BaseSearch(ABC):
         self.rng = rng
 
     @abstractmethod
-    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None,
-            progress: Progress | None = None) -> None:
-        """Spend the budget, measuring candidates through ``evaluate``."""
+    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
+        """Spend the budget, measuring candidates through ``evaluate`` (and reporting progress
+        with :meth:`_tick`)."""
 
     def search(self, space: SearchSpace, evaluate: Evaluator,
                warm_start: tuple[int, ...] | None = None,
@@ -100,7 +112,15 @@ class BaseSearch(ABC):
         """
         self._best: tuple[float, tuple[int, ...]] | None = None
         self._evaluate = evaluate
-        self.run(space, self._scored, warm_start, progress)
+        self._start = evaluate.measurements
+        self._progress: Progress | None = progress
+        self._step = self._total = 0
+        if space.size <= self.budget and self.name != "exhaustive":
+            _enumerate(space, self._scored)  # the whole space costs no more than the budget
+        else:
+            self.run(space, self._scored, warm_start)
+        if progress and self._step:
+            self._tick(1, done=True)
         if self._best is None or not np.isfinite(self._best[0]):
             raise SearchError("no feasible candidate found")
         return SearchResult(self._best[1], self._best[0], evaluate.measurements)
@@ -116,6 +136,66 @@ class BaseSearch(ABC):
     def _random(self, space: SearchSpace, n: int) -> np.ndarray:
         return np.stack([self.rng.integers(0, len(k.values), n) for k in space.knobs], axis=1)
 
+    def _seeds(self, space: SearchSpace, warm_start: tuple[int, ...] | None) -> np.ndarray:
+        """The first candidates to measure: the warm start (the policy the bank holds) and the
+        compiler's default, as many as the budget allows."""
+        seeds = [tuple(warm_start)] if warm_start else []
+        seeds += [tuple(space.default)] if tuple(space.default) not in seeds else []
+        return np.array(seeds[: self.budget])
+
+    def _tick(self, unit: int, done: bool = False) -> None:
+        """Report progress in steps of ``unit`` measurements (a generation, a round), once a
+        step; ``done`` reports the last step."""
+        if self._progress is None:
+            return
+        total = -(-self.budget // unit) if not done else self._total
+        step = total if done else min(total, -(-(self.budget - self.left) // unit))
+        if step != self._step:
+            self._step, self._total = step, total
+            self._progress(step, total, self.best_us)
+
+    @property
+    def left(self) -> int:
+        """Measurements the budget still allows."""
+        return self.budget - (self._evaluate.measurements - self._start)
+
+    def _fresh(self, space: SearchSpace, candidates: np.ndarray, n: int) -> np.ndarray:
+        """``n`` candidates never measured (fewer only if the budget is nearly spent): the
+        unseen rows of ``candidates`` first, topped up with random ones."""
+        n = min(n, self.left)
+        rows = self._evaluate.unseen(candidates, n)
+        for _ in range(8):
+            if len(rows) >= n:
+                break
+            extra = self._evaluate.unseen(self._random(space, 4 * (n - len(rows))), n - len(rows))
+            rows = np.concatenate([rows, extra]) if len(rows) else extra
+            rows = self._evaluate.unseen(rows, n)
+        return rows
+
+    def _descend(self, evaluate: Measure, best: np.ndarray, best_us: float, dims: np.ndarray,
+                 unit: int, passes: int | None = None) -> np.ndarray:
+        """Coordinate descent from ``best``: each knob in turn (in random order) tried at every
+        value with the others held, the best kept, until a pass improves nothing, ``passes``
+        passes are done or the budget is spent; return the best candidate."""
+        improved, done = True, 0
+        while improved and (passes is None or done < passes):
+            done += 1
+            improved = False
+            for knob in self.rng.permutation(len(dims)):
+                rows = np.repeat(best[None, :], dims[knob], axis=0)
+                rows[:, knob] = np.arange(dims[knob])
+                rows = self._evaluate.unseen(rows, self.left)
+                if not len(rows):
+                    continue
+                latency = evaluate(rows)
+                i = int(np.argmin(latency))
+                if latency[i] < best_us:
+                    best, best_us, improved = rows[i].astype(np.int64), float(latency[i]), True
+                self._tick(unit)
+                if self.left <= 0:
+                    return best
+        return best
+
     @property
     def best_us(self) -> float:
         return self._best[0] if self._best else float("inf")
@@ -126,11 +206,13 @@ class RandomSearch(BaseSearch):
 
     name = "random"
 
-    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None,
-            progress: Progress | None = None) -> None:
-        seeds = [space.default] + ([warm_start] if warm_start else [])
-        evaluate(np.array(seeds))
-        evaluate(self._random(space, max(0, self.budget - len(seeds))))
+    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
+        evaluate(self._seeds(space, warm_start))
+        while self.left > 0:
+            rows = self._fresh(space, self._random(space, self.left), self.left)
+            if not len(rows):
+                return
+            evaluate(rows)
 
 
 class ExhaustiveSearch(BaseSearch):
@@ -138,47 +220,75 @@ class ExhaustiveSearch(BaseSearch):
 
     name = "exhaustive"
 
-    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None,
-            progress: Progress | None = None) -> None:
+    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
         if space.size > EXHAUSTIVE_LIMIT:
             raise SearchError(f"--mode exhaustive: the space holds {space.size} candidates, more "
                               f"than {EXHAUSTIVE_LIMIT}; narrow it with --tuning-config")
-        dims = tuple(len(k.values) for k in space.knobs)
-        for start in range(0, space.size, 65536):
-            flat = np.arange(start, min(space.size, start + 65536))
-            evaluate(np.stack(np.unravel_index(flat, dims), axis=1))
+        _enumerate(space, evaluate)
 
 
 class GeneticSearch(BaseSearch):
-    """Population, tournament selection, uniform crossover, mutation and elitism."""
+    """A memetic genetic search: coordinate descent from the compiler's default, then a
+    (mu + lambda) genetic algorithm on what it found.
+
+    The descent tries each knob at every value with the others held, keeps the best, and
+    repeats until a pass improves nothing: on Cube spaces the good candidates are a few knobs
+    from the default, and four in five random ones are infeasible. The population (a quarter
+    of the budget, 8 to 32) is then the best candidates measured so far, evolved by tournament
+    selection, uniform crossover and mutation that mostly steps a knob to a neighbouring value.
+    Every generation measures only candidates never measured, until the budget is spent.
+    """
 
     name = "ga"
     population = 32
-    elite = 2
     tournament = 3
+    local_rate = 2.0
 
-    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None,
-            progress: Progress | None = None) -> None:
-        size = min(self.population, self.budget)
-        generations = max(1, self.budget // size)
-        seeds = [space.default] + ([warm_start] if warm_start else [])
-        pop = np.concatenate([np.array(seeds), self._random(space, size - len(seeds))])[:size]
+    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
+        size = int(np.clip(self.budget // 4, 8, self.population))
         dims = np.array([len(k.values) for k in space.knobs])
-        for generation in range(1, generations + 1):
-            fitness = evaluate(pop)
-            if progress:
-                progress(generation, generations, self.best_us)
-            if generation == generations:
+        measured: list[np.ndarray] = []
+        scores: list[np.ndarray] = []
+
+        def scored(rows: np.ndarray) -> np.ndarray:
+            latency = evaluate(rows)
+            measured.append(rows)
+            scores.append(latency)
+            return latency
+
+        seeds = self._seeds(space, warm_start)
+        fitness = scored(seeds)
+        best = seeds[int(np.argmin(fitness))]
+        self._descend(scored, best, float(np.min(fitness)), dims, size)
+        pool, pool_scores = np.concatenate(measured), np.concatenate(scores)
+        keep = np.argsort(pool_scores, kind="stable")[:size]
+        pop, fitness = pool[keep], pool_scores[keep]
+        if len(pop) < size:
+            local = self._mutate(np.repeat(pop[:1], 4 * size, axis=0), dims, self.local_rate)
+            extra = self._fresh(space, local, size - len(pop))
+            if len(extra):
+                pop, fitness = np.concatenate([pop, extra]), np.concatenate([fitness, evaluate(extra)])
+        while self.left > 0:
+            a = pop[self._tournament(fitness, size)]
+            b = pop[self._tournament(fitness, size)]
+            children = self._mutate(np.where(self.rng.random(a.shape) < 0.5, a, b), dims, 1.5)
+            children = self._fresh(space, children, size)
+            if not len(children):
                 break
-            order = np.argsort(fitness, kind="stable")
-            elite = pop[order[: self.elite]]
-            parents_a = pop[self._tournament(fitness, size - self.elite)]
-            parents_b = pop[self._tournament(fitness, size - self.elite)]
-            mask = self.rng.random(parents_a.shape) < 0.5
-            children = np.where(mask, parents_a, parents_b)
-            mutate = self.rng.random(children.shape) < 1.5 / len(dims)
-            children = np.where(mutate, self.rng.integers(0, dims, children.shape), children)
-            pop = np.concatenate([elite, children])
+            pool, scores_ = np.concatenate([pop, children]), np.concatenate([fitness, evaluate(children)])
+            keep = np.argsort(scores_, kind="stable")[:size]
+            pop, fitness = pool[keep], scores_[keep]
+            self._tick(size)
+
+    def _mutate(self, rows: np.ndarray, dims: np.ndarray, rate: float) -> np.ndarray:
+        """Each knob changes with probability ``rate / knobs``: three times in four a step to a
+        neighbouring value, else a random one."""
+        change = self.rng.random(rows.shape) < rate / len(dims)
+        step = np.clip(rows + self.rng.choice((-1, 1), rows.shape), 0, dims - 1)
+        reset = self.rng.integers(0, dims, rows.shape)
+        moved = np.where(self.rng.random(rows.shape) < 0.75, step, reset)
+        out: np.ndarray = np.where(change, moved, rows)
+        return out
 
     def _tournament(self, fitness: np.ndarray, n: int) -> np.ndarray:
         entrants = self.rng.integers(0, len(fitness), (n, self.tournament))
@@ -189,10 +299,12 @@ class GeneticSearch(BaseSearch):
 class PolicySearch(BaseSearch):
     """A learned policy over the knobs: one categorical distribution per knob.
 
-    Each round samples a batch from the policy, measures it, and moves every knob's distribution
-    toward the values of the best-rewarded candidates (the batch's elite plus the best so far),
-    the cross-entropy method of policy search. A small uniform share keeps it exploring. It
-    concentrates on good regions quickly, so it spends fewer measurements than ga.
+    A first episode tries every value of each knob in turn (one pass of coordinate descent from
+    the default); the policy starts concentrated on the best candidate that found. Each round
+    then samples a batch of unmeasured candidates from the policy, measures it, and moves every
+    knob's distribution toward the values of the best-rewarded candidates (the batch's elite
+    plus the best so far), the cross-entropy method of policy search. A small uniform share
+    keeps it exploring. Its default budget is half ga's.
     """
 
     name = "rl"
@@ -200,20 +312,23 @@ class PolicySearch(BaseSearch):
     elite = 6
     learning_rate = 0.3
     explore = 0.02
+    anchor_weight = 0.8
 
-    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None,
-            progress: Progress | None = None) -> None:
-        policy = [np.full(len(k.values), 1.0 / len(k.values)) for k in space.knobs]
-        anchors = [space.default] + ([warm_start] if warm_start else [])
-        for anchor, weight in zip(anchors, (0.2, 0.4), strict=False):
-            policy = [(1 - weight) * p + weight * np.eye(len(p))[i]
-                      for p, i in zip(policy, anchor, strict=True)]
-        latencies = evaluate(np.array(anchors))
-        best = np.array(anchors[int(np.argmin(latencies))])
-        best_us = float(np.min(latencies))
-        rounds = max(1, (self.budget - len(anchors)) // self.batch)
-        for round_ in range(1, rounds + 1):
-            picks = np.stack([self.rng.choice(len(p), self.batch, p=p) for p in policy], axis=1)
+    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
+        anchors = self._seeds(space, warm_start)
+        latencies = evaluate(anchors)
+        dims = np.array([len(k.values) for k in space.knobs])
+        batch = int(np.clip(self.budget // 4, 8, self.batch))
+        best = self._descend(evaluate, anchors[int(np.argmin(latencies))], float(np.min(latencies)),
+                             dims, batch, passes=1)
+        best_us = self.best_us
+        policy = [(1 - self.anchor_weight) / dim + self.anchor_weight * np.eye(dim)[i]
+                  for dim, i in zip(dims, best, strict=True)]
+        while self.left > 0:
+            drawn = np.stack([self.rng.choice(len(p), 4 * batch, p=p) for p in policy], axis=1)
+            picks = self._fresh(space, drawn, batch)
+            if not len(picks):
+                break
             latency = evaluate(picks)
             order = np.argsort(latency, kind="stable")[: self.elite]
             if latency[order[0]] < best_us:
@@ -223,8 +338,15 @@ class PolicySearch(BaseSearch):
                 share = np.bincount(elite[:, i], minlength=len(p)) / len(elite)
                 mixed = (1 - self.learning_rate) * p + self.learning_rate * share
                 policy[i] = (1 - self.explore) * mixed + self.explore / len(p)
-            if progress:
-                progress(round_, rounds, self.best_us)
+            self._tick(batch)
+
+
+def _enumerate(space: SearchSpace, evaluate: Measure) -> None:
+    """Measure every candidate of ``space``, a block at a time."""
+    dims = tuple(len(k.values) for k in space.knobs)
+    for start in range(0, space.size, 65536):
+        flat = np.arange(start, min(space.size, start + 65536))
+        evaluate(np.stack(np.unravel_index(flat, dims), axis=1))
 
 
 STRATEGIES: dict[str, type[BaseSearch]] = {
