@@ -499,13 +499,14 @@ class EventStore:
 
     def stored_projection(self) -> Projection:
         """The policy and task tables as they are, whole, in memory (for tests and small banks;
-        ``verify`` streams the policies instead, see :meth:`iter_stored_policies`)."""
+        ``verify`` streams the policies instead, see :meth:`iter_stored_policy_rows`)."""
         policies = {p.key: p for p in self.policies()}
         return Projection(policies, {t.task_id: t for t in self.tasks()})
 
-    def iter_stored_policies(self) -> Iterator[tuple[Policy, StoredEvent | None]]:
-        """Every stored policy with the event its seq names (``None`` if there is none or it
-        cannot be read), streamed in pages, for ``verify`` to compare with a replay."""
+    def iter_stored_policy_rows(self) -> Iterator[tuple[tuple[Any, ...], StoredEvent | None]]:
+        """Every stored policy row (in :data:`bank.sql.POLICY_COLUMNS` order) with the event its
+        seq names (``None`` if there is none or it cannot be read), streamed in pages, for
+        ``verify`` to compare with a replay."""
         with self._session() as session:
             conn = session.connection()
             style = conn.dialect.paramstyle
@@ -513,27 +514,27 @@ class EventStore:
             page = sql.select_policies(f"seq > {ph}") + f" ORDER BY seq LIMIT {ph}"
             after = 0
             while True:
-                policies = [values_to_policy(tuple(row))
-                            for row in conn.exec_driver_sql(page, (after, _PAGE))]
-                if not policies:
+                rows = [tuple(row) for row in conn.exec_driver_sql(page, (after, _PAGE))]
+                if not rows:
                     return
-                events = self._events_at(conn, [p.seq for p in policies])
-                for policy in policies:
-                    yield policy, events.get(policy.seq)
-                after = policies[-1].seq
-                if len(policies) < _PAGE:
+                events = self._events_at(conn, [row[7] for row in rows])
+                for row in rows:
+                    yield row, events.get(row[7])
+                after = rows[-1][7]
+                if len(rows) < _PAGE:
                     return
 
     @staticmethod
     def _events_at(conn: Connection, seqs: Sequence[int]) -> dict[int, StoredEvent | None]:
-        """The readable events at ``seqs`` (an unreadable one maps to ``None``)."""
+        """The events at ``seqs`` (one whose row cannot be read maps to ``None``; payloads are
+        decoded, and checked, when read)."""
         style = conn.dialect.paramstyle
         found: dict[int, StoredEvent | None] = {}
         for part in _chunks(sorted(set(seqs))):
             statement = sql.select_events(f"seq IN ({sql.marks(style, len(part))})")
             for row in conn.exec_driver_sql(statement, tuple(part)):
                 try:
-                    found[row[0]] = values_to_event(tuple(row))
+                    found[row[0]] = values_to_logged(tuple(row))
                 except (BankError, ValueError):
                     found[row[0]] = None
         return found

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+from bank.chain import checked_in_workers, row_problems, workers_for
 from bank.errors import BankError, OutcomeRuleError
 from bank.events import GENESIS_HASH, StoredEvent
 from bank.projection import PolicyKey, PolicyRef, Projection, TaskView, policy_of
-from bank.rows import values_to_logged
+from bank.rows import policy_values, values_to_logged
 from bank.store import EventStore, bulk_job
 
 MAX_LISTED = 50  # problems listed per projection; a wholesale mismatch need not print thousands
@@ -40,40 +42,50 @@ class VerifyReport:
 
 def check_log(store: EventStore, report: VerifyReport) -> Projection:
     """Walk the log: positions, ids, hash chain and outcome rules; return the replayed (compact)
-    projection."""
+    projection. A long log's ids and links are checked in worker processes while this one
+    folds it (:mod:`bank.chain`)."""
+    head = store.head()[0]
+    workers = workers_for(store.url, head)
+    with ExitStack() as stack:
+        in_workers = stack.enter_context(checked_in_workers(store.url, head, workers)) \
+            if workers else None
+        projection = _fold_log(store, report, check_links=in_workers is None)
+        if in_workers is not None:
+            for seq, problem in in_workers():
+                report.flag(seq, problem)
+    checkpoint = store.checkpoint()
+    if checkpoint != report.head_seq:
+        report.flag(None, f"projections checkpoint is at seq {checkpoint}, the log ends at "
+                          f"{report.head_seq}")
+    return projection
+
+
+def _fold_log(store: EventStore, report: VerifyReport, check_links: bool) -> Projection:
+    """Fold every row, checking positions and ``prev_hash`` (and, with ``check_links``, each
+    row's id and link)."""
     projection = Projection(compact=True)
     expected_seq, prev = 1, GENESIS_HASH
-    last_seq = 0
     for row in store.iter_event_rows():
         seq = row[0]
         try:
             stored = values_to_logged(row)
             report.events += 1
-            _check_link(stored, expected_seq, prev, report)
+            if seq != expected_seq:
+                report.flag(min(seq, expected_seq),
+                            f"seq {expected_seq}: missing (next seq found is {seq})")
+            if check_links:
+                for bad_seq, problem in row_problems(row):
+                    report.flag(bad_seq, problem)
+            if row[11] != prev:
+                report.flag(seq, f"seq {seq}: prev_hash does not link to the event before it")
             projection.apply(stored)
         except OutcomeRuleError as exc:
             report.flag(seq, f"seq {seq}: breaks the outcome rules: {exc}")
-        except (BankError, ValueError) as exc:
+        except (BankError, ValueError, TypeError) as exc:
             report.flag(seq, f"seq {seq}: cannot be read ({exc})")
-        expected_seq, prev, last_seq = seq + 1, row[12], seq
+        expected_seq, prev = seq + 1, row[12]
         report.head_seq, report.head_hash = seq, row[12]
-    checkpoint = store.checkpoint()
-    if checkpoint != last_seq:
-        report.flag(None, f"projections checkpoint is at seq {checkpoint}, the log ends at {last_seq}")
     return projection
-
-
-def _check_link(stored: StoredEvent, expected_seq: int, prev: str, report: VerifyReport) -> None:
-    seq = stored.seq
-    if seq != expected_seq:
-        report.flag(min(seq, expected_seq), f"seq {expected_seq}: missing (next seq found is {seq})")
-    event = stored.event
-    if event.event_id != stored.event_id:
-        report.flag(seq, f"seq {seq}: event_id does not match the event's content")
-    if stored.prev_hash != prev:
-        report.flag(seq, f"seq {seq}: prev_hash does not link to the event before it")
-    if event.link_hash(stored.prev_hash, seq, stored.event_id) != stored.hash:
-        report.flag(seq, f"seq {seq}: hash does not match the event's content")
 
 
 def compare_tasks(replayed: dict[str, TaskView], stored: dict[str, TaskView],
@@ -91,11 +103,12 @@ def compare_policies(store: EventStore, winners: dict[PolicyKey, PolicyRef],
     The stored policies are streamed with their events, so memory follows the winners' keys."""
     listed = 0
     unseen = winners  # consumed: a copy would double the largest thing verify holds
-    for policy, event in store.iter_stored_policies():
-        ref = unseen.pop(policy.key, None)
+    for row, event in store.iter_stored_policy_rows():
+        key: PolicyKey = (row[0], row[1], row[2])
+        ref = unseen.pop(key, None)
         if ref is None:
             problem = "in the bank but not derived from the log"
-        elif ref[2] != policy.seq or event is None or policy_of(event) != policy:
+        elif ref[2] != row[7] or not _makes(event, row):
             problem = "stored value differs from the log's"
         else:
             continue
@@ -103,13 +116,24 @@ def compare_policies(store: EventStore, winners: dict[PolicyKey, PolicyRef],
         if listed > MAX_LISTED:
             report.flag(None, "policy: more differences not listed")
             return
-        report.flag(None, f"policy {_label(policy.key)}: {problem}")
+        report.flag(None, f"policy {_label(key)}: {problem}")
     for key in sorted(unseen):
         listed += 1
         if listed > MAX_LISTED:
             report.flag(None, "policy: more differences not listed")
             return
         report.flag(None, f"policy {_label(key)}: in the log but missing from the bank")
+
+
+def _makes(event: StoredEvent | None, row: tuple[Any, ...]) -> bool:
+    """Whether ``event`` makes exactly the stored policy ``row``, column for column (the JSON
+    columns compared as the canonical text the bank writes)."""
+    if event is None:
+        return False
+    try:
+        return policy_values(policy_of(event)) == row
+    except (BankError, ValueError, KeyError, TypeError):
+        return False
 
 
 def _differences(name: str, want: dict[Any, Any], have: dict[Any, Any],

@@ -1,0 +1,84 @@
+"""The chain checked in worker processes finds what the check in one process finds."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import bank.chain
+import bank.verify
+from bank import Bank
+from bank.chain import checked_in_workers, row_problems, workers_for
+from bank.verify import VerifyReport
+from tests.bank.test_tamper import _bank_with_history, _tampered
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork: Linux only")
+
+
+def _report(path: Path, workers: int, monkeypatch: pytest.MonkeyPatch) -> VerifyReport:
+    monkeypatch.setattr(bank.verify, "workers_for", lambda url, events: workers)
+    with Bank.open(str(path)) as opened:
+        return opened.verify()
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE events SET payload = replace(payload, '50.0', '5.0') WHERE seq = 8",
+    "UPDATE events SET event_id = 'f' || substr(event_id, 2) WHERE seq = 3",
+    "UPDATE events SET hash = '0' || substr(hash, 2) WHERE seq = 12",
+    "DELETE FROM events WHERE seq = 5",
+])
+def test_workers_report_what_one_process_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 statement: str) -> None:
+    path = _tampered(tmp_path, statement)
+    alone = _report(path, 0, monkeypatch)
+    for workers in (1, 3):
+        shared = _report(path, workers, monkeypatch)
+        assert not shared.ok
+        assert sorted(shared.problems) == sorted(alone.problems)
+        assert shared.first_bad_seq == alone.first_bad_seq
+
+
+def test_a_sound_bank_is_sound_in_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "bank.db"
+    _bank_with_history(path)
+    report = _report(path, 2, monkeypatch)
+    assert report.ok and report.events == 15
+
+
+def test_ranges_cover_every_seq_once(tmp_path: Path) -> None:
+    path = tmp_path / "bank.db"
+    _bank_with_history(path)
+    with Bank.open(str(path)) as opened:
+        rows = list(opened.store.iter_event_rows())
+    checked: list[int] = []
+    real = bank.chain.rows_problems
+
+    def counting(found: object) -> list[tuple[int, str]]:
+        items = list(found)  # type: ignore[call-overload]
+        checked.extend(row[0] for row in items)
+        return [(row[0], "seen") for row in items]
+
+    bank.chain.rows_problems = counting  # type: ignore[assignment]  # forked workers see it
+    try:
+        with checked_in_workers(f"sqlite:///{path}", len(rows), 4) as results:
+            seen = results()
+    finally:
+        bank.chain.rows_problems = real
+    assert [seq for seq, _ in seen] == [row[0] for row in rows]
+
+
+def test_row_problems_names_the_seq(tmp_path: Path) -> None:
+    path = tmp_path / "bank.db"
+    _bank_with_history(path)
+    with Bank.open(str(path)) as opened:
+        row = next(iter(opened.store.iter_event_rows()))
+    assert row_problems(row) == []
+    assert row_problems((*row[:12], "0" * 64)) == [(1, "seq 1: hash does not match the event's content")]
+
+
+def test_no_workers_for_a_short_log_or_a_bank_in_memory() -> None:
+    assert workers_for("sqlite:///bank.db", bank.chain.PARALLEL_FROM - 1) == 0
+    assert workers_for("sqlite://", 10**7) == 0
+    assert workers_for("sqlite:///:memory:", 10**7) == 0
