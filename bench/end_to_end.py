@@ -14,7 +14,6 @@ no key the bank knew was measured. Not a test: nothing here asserts.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from onnx import helper
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.scale import clean_env  # noqa: E402
 from fixtures.make_bert import build as build_bert  # noqa: E402
 from tuner.config import TuneSelection  # noqa: E402
 from tuner.model import load_model, parse_input_shapes  # noqa: E402
@@ -60,7 +60,7 @@ def tune(model: Model, db: Path) -> dict[str, Any]:
     if model.input_shape:
         command += ["--input-shape", model.input_shape]
     started = time.perf_counter()
-    proc = subprocess.run(command, capture_output=True, cwd=db.parent, env=_env(), check=False)
+    proc = subprocess.run(command, capture_output=True, cwd=db.parent, env=clean_env(), check=False)
     wall_s = time.perf_counter() - started
     if proc.returncode:
         raise SystemExit(f"{' '.join(command)} failed: {proc.stderr.decode()[-500:]}")
@@ -87,7 +87,7 @@ def median_tune(model: Model, dbs: list[Path]) -> dict[str, Any]:
 def measured_known_keys(db: Path, task_id: str) -> int:
     """Measurements the task spent on keys the bank already knew (its hits): should be 0."""
     proc = subprocess.run([shutil.which("bank") or "bank", "events", "--db", str(db), "--json"],
-                          capture_output=True, env=_env(), check=True)
+                          capture_output=True, env=clean_env(), check=True)
     spent = 0
     for line in proc.stdout.decode().splitlines():
         event = json.loads(line)
@@ -180,13 +180,6 @@ def table(results: dict[str, Any]) -> str:
             f"{v2['tuning_s']} / {v1['tuning_s']} ({p['tuning_time_ratio']:.0%}) | "
             f"{v2['wall_s']} / {v1['wall_s']} ({p['wall_ratio']:.0%}) | {p['measured_known_keys']} |")
     return "\n".join(lines)
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("TUNEBANK_DB", "TUNE_BANK_PATH", "ASCEND_WORK_PATH", "ASCEND_CACHE_PATH")}
-    env["PYTHONPATH"] = str(ROOT)
-    return env
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ class Child:
 def child(*args: str) -> Child:
     """Run ``bench/child.py ARGS`` and read what it reports."""
     proc = subprocess.run([sys.executable, str(BENCH / "child.py"), *args], capture_output=True,
-                          cwd=ROOT, env=_env(), check=False)
+                          cwd=ROOT, env=clean_env(), check=False)
     if proc.returncode:
         raise SystemExit(f"bench/child.py {' '.join(args)} failed ({proc.returncode}): "
                          f"{proc.stderr.decode()[-500:]}")
@@ -54,12 +54,14 @@ def wall(*args: str, repeat: int = 5) -> float:
     times = []
     for _ in range(repeat):
         started = time.perf_counter()
-        subprocess.run(list(args), capture_output=True, cwd=ROOT, env=_env(), check=True)
+        subprocess.run(list(args), capture_output=True, cwd=ROOT, env=clean_env(), check=True)
         times.append(time.perf_counter() - started)
     return sorted(times)[len(times) // 2]
 
 
-def _env() -> dict[str, str]:
+def clean_env() -> dict[str, str]:
+    """This environment without the variables that name a bank or AOE's folders, with the
+    repository on PYTHONPATH."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("TUNEBANK_DB", "TUNE_BANK_PATH", "ASCEND_WORK_PATH", "ASCEND_CACHE_PATH")}
     env["PYTHONPATH"] = str(ROOT)
