@@ -25,14 +25,17 @@ def _report(path: Path, workers: int, monkeypatch: pytest.MonkeyPatch) -> Verify
 
 @pytest.mark.parametrize("statement", [
     "UPDATE events SET payload = replace(payload, '50.0', '5.0') WHERE seq = 8",
-    "UPDATE events SET event_id = 'f' || substr(event_id, 2) WHERE seq = 3",
-    "UPDATE events SET hash = '0' || substr(hash, 2) WHERE seq = 12",
+    "UPDATE events SET event_id = CASE WHEN event_id LIKE '0%' THEN '1' ELSE '0' END "
+    "|| substr(event_id, 2) WHERE seq = 3",
+    "UPDATE events SET hash = CASE WHEN hash LIKE '0%' THEN '1' ELSE '0' END || substr(hash, 2) "
+    "WHERE seq = 12",
     "DELETE FROM events WHERE seq = 5",
 ])
 def test_workers_report_what_one_process_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  statement: str) -> None:
     path = _tampered(tmp_path, statement)
     alone = _report(path, 0, monkeypatch)
+    assert not alone.ok
     for workers in (1, 3):
         shared = _report(path, workers, monkeypatch)
         assert not shared.ok
