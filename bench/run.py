@@ -115,8 +115,8 @@ def startup(db: str, task: str) -> dict[str, Any]:
 
 
 def table(results: dict[str, Any]) -> str:
-    """The Markdown table of docs/performance.md."""
-    sizes = results["sizes"]
+    """The Markdown tables of docs/performance.md (those of the sections measured)."""
+    sizes = results.get("sizes", {})
     head = "| | " + " | ".join(f"{int(n):,} events" for n in sizes) + " | target |"
     lines = [head, "|---" * (len(sizes) + 2) + "|"]
 
@@ -138,7 +138,7 @@ def table(results: dict[str, Any]) -> str:
         "(< 300)")
     row("import peak MB", lambda s: f"{s['import_peak_mb']}", "< 300")
     row("one task's summary through the API, ms", lambda s: f"{s['summary_ms']}", "< 50")
-    out = "\n".join(lines)
+    out = "\n".join(lines) if sizes else "(bank at scale: not measured yet)"
     if "startup" in results:
         st = results["startup"]
         out += (f"\n\n`bank summary` start-up: {st['bank_summary_s']} s against `python -c pass` "
@@ -163,7 +163,7 @@ def table(results: dict[str, Any]) -> str:
     later = [f"{name}: `{run['command']}`, {run['date']}" for name, run in results.get("runs", {}).items()
              if run["command"] != results["command"] or run["date"] != results["date"]]
     if later:
-        out += "\n\nMeasured since, by section: " + "; ".join(later) + "."
+        out += "\n\nSections measured by another run: " + "; ".join(later) + "."
     return out
 
 
@@ -175,7 +175,10 @@ def write_doc(results: dict[str, Any]) -> None:
     DOC.write_text(text[:start] + block + text[end:], encoding="utf-8")
 
 
-SECTIONS = ("scale", "merge", "result_file", "search", "end_to_end")
+SECTION_FIELDS = {"scale": "sizes", "merge": "merge", "result_file": "result_file", "search": "search",
+                  "end_to_end": "end_to_end"}
+"""Each section of a run, and the field of results.json it fills."""
+SECTIONS = tuple(SECTION_FIELDS)
 
 
 def main() -> None:
@@ -200,10 +203,13 @@ def main() -> None:
              "date": time.strftime("%Y-%m-%d")}
     results: dict[str, Any] = json.loads(args.out.read_text(encoding="utf-8")) \
         if only != set(SECTIONS) and args.out.exists() else {}
-    if "scale" in only or not results:
+    runs = results.setdefault("runs", {})
+    for section, field in SECTION_FIELDS.items():  # figures from before runs were recorded
+        if field in results and section not in runs:
+            runs[section] = {"command": results["command"], "date": results["date"]}
+    if "scale" in only or not results.get("command"):
         results.update(stamp)
         results["machine"] = f"{platform.machine()}, {_cores()} cores, Python {platform.python_version()}"
-    results.setdefault("runs", {})
     with tempfile.TemporaryDirectory(prefix="tunebank-bench-") as tmp:
         folder = Path(tmp)
         if "scale" in only:
