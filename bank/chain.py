@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from bank.errors import BankError
 from bank.events import content_halves, link_hash
 
 PARALLEL_FROM = 50_000
@@ -38,12 +39,15 @@ def row_problems(row: tuple[Any, ...]) -> list[Problem]:
 
 
 def rows_problems(rows: Iterable[tuple[Any, ...]]) -> Iterator[Problem]:
-    """:func:`row_problems` of every row; a row that cannot be encoded is left to the fold,
-    which reports it as unreadable."""
+    """:func:`row_problems` of every readable row; a row that is not an event is left to the
+    fold, which reports it as unreadable (and checks nothing else of it, in one process too)."""
+    from bank.rows import values_to_logged
+
     for row in rows:
         try:
+            values_to_logged(row)
             yield from row_problems(row)
-        except (TypeError, ValueError, AttributeError):
+        except (BankError, TypeError, ValueError, AttributeError):
             continue
 
 

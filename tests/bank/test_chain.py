@@ -30,6 +30,7 @@ def _report(path: Path, workers: int, monkeypatch: pytest.MonkeyPatch) -> Verify
     "UPDATE events SET hash = CASE WHEN hash LIKE '0%' THEN '1' ELSE '0' END || substr(hash, 2) "
     "WHERE seq = 12",
     "DELETE FROM events WHERE seq = 5",
+    "UPDATE events SET kind = 'bogus' WHERE seq = 4",
 ])
 def test_workers_report_what_one_process_reports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                  statement: str) -> None:
