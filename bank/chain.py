@@ -16,6 +16,7 @@ from typing import Any
 
 from bank.errors import BankError
 from bank.events import content_halves, link_hash
+from bank.rows import values_to_logged
 
 PARALLEL_FROM = 50_000
 """Logs at least this long are checked in worker processes (fewer: the start-up costs more)."""
@@ -41,8 +42,6 @@ def row_problems(row: tuple[Any, ...]) -> list[Problem]:
 def rows_problems(rows: Iterable[tuple[Any, ...]]) -> Iterator[Problem]:
     """:func:`row_problems` of every readable row; a row that is not an event is left to the
     fold, which reports it as unreadable (and checks nothing else of it, in one process too)."""
-    from bank.rows import values_to_logged
-
     for row in rows:
         try:
             values_to_logged(row)

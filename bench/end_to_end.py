@@ -119,13 +119,12 @@ def incremental(v1: Model, v2: Model, folder: Path) -> dict[str, Any]:
     for copy in copies:
         shutil.copyfile(db, copy)
     second = median_tune(v2, copies)
-    db = copies[0]
     return {"v1": first, "v2": second, **changed_nodes(v1, v2),
             "new_key_share": round(second["new_keys"] / second["keys"], 3),
             "measurement_ratio": round(second["measurements"] / first["measurements"], 3),
             "tuning_time_ratio": round(second["tuning_s"] / max(first["tuning_s"], 1e-3), 3),
             "wall_ratio": round(second["wall_s"] / first["wall_s"], 3),
-            "measured_known_keys": measured_known_keys(db, second["task_id"])}
+            "measured_known_keys": measured_known_keys(copies[0], second["task_id"])}
 
 
 def changed_nodes(v1: Model, v2: Model) -> dict[str, int]:
