@@ -9,7 +9,8 @@ import pytest
 from freezegun import freeze_time
 from typer.testing import CliRunner
 
-from cli.main import app
+from cli import main
+from cli.main import app, make_app
 from fixtures.demo_bank import build
 
 runner = CliRunner()
@@ -30,6 +31,38 @@ def ok(*args: str) -> str:
     result = runner.invoke(app, list(args))
     assert result.exit_code == 0, result.output
     return result.output
+
+
+def test_every_command_is_registered_by_name() -> None:
+    assert set(COMMANDS) == set(main.COMMANDS)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--db"], ["--no-such-option"]])
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_the_one_command_app_answers_as_the_whole_app(command: str, args: list[str]) -> None:
+    """`bank NAME ...` is run by an app of that command alone (cli.main.run): the same help, the
+    same one-line usage errors, the same exit codes."""
+    alone = runner.invoke(make_app([command]), [command, *args])
+    whole = runner.invoke(app, [command, *args])
+    assert (alone.exit_code, alone.stdout, alone.stderr) == (whole.exit_code, whole.stdout, whole.stderr)
+    assert alone.exit_code == (0 if args == ["--help"] else 2)
+
+
+def test_run_gives_a_command_its_own_app(monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    built: list[list[str]] = []
+    real = main.make_app
+    monkeypatch.setattr(main, "make_app", lambda names: built.append(list(names)) or real(names))
+    monkeypatch.setattr("sys.argv", ["bank", "socs", "--json"])
+    with pytest.raises(SystemExit) as exited:
+        main.run()
+    assert exited.value.code == 0 and built == [["socs"]]
+    assert "Ascend310P3" in capsys.readouterr().out
+    monkeypatch.setattr("sys.argv", ["bank", "nosuch"])
+    with pytest.raises(SystemExit) as exited:
+        main.run()
+    assert exited.value.code == 2 and built == [["socs"]]
+    assert "No such command 'nosuch'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
