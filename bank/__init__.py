@@ -20,8 +20,9 @@ if TYPE_CHECKING:
         UnknownTaskError,
     )
     from bank.events import Event, EventKind, StoredEvent
-    from bank.projection import SUMMARY_FIELDS, Policy, Projection, TaskView
+    from bank.projection import SUMMARY_FIELDS, Policy, Projection
     from bank.store import AppendResult, EventFilter, PolicyFilter
+    from bank.tasks import TaskView
     from bank.verify import VerifyReport
 
 _HOMES = {
@@ -29,7 +30,8 @@ _HOMES = {
     "bank.errors": ("BankError", "BankLocationError", "EventValidationError", "OutcomeRuleError",
                     "StoreError", "UnknownTaskError"),
     "bank.events": ("Event", "EventKind", "StoredEvent"),
-    "bank.projection": ("SUMMARY_FIELDS", "Policy", "Projection", "TaskView"),
+    "bank.projection": ("SUMMARY_FIELDS", "Policy", "Projection"),
+    "bank.tasks": ("TaskView",),
     "bank.store": ("AppendResult", "EventFilter", "PolicyFilter"),
     "bank.verify": ("VerifyReport",),
 }

@@ -21,9 +21,10 @@ from bank.events import (
 )
 from bank.location import BankLocation, prepare_for_write, resolve, writable
 from bank.migrate import UpgradeReport, check_version, upgrade
-from bank.projection import Policy, Projection, TaskView, digest_of_json
+from bank.projection import Policy, Projection, digest_of_json
 from bank.rows import values_to_policy
 from bank.store import AppendResult, EventFilter, EventStore, PolicyFilter, StreamResult
+from bank.tasks import TaskView
 from bank.verify import VerifyReport, rebuild, verify
 
 

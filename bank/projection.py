@@ -15,6 +15,7 @@ from typing import Any
 from bank.canonical import digest
 from bank.errors import OutcomeRuleError
 from bank.events import OUTCOME_KINDS, POLICY_KINDS, TASK_STATUSES, EventKind, StoredEvent
+from bank.tasks import TaskView
 
 PolicyKey = tuple[str, str, str]
 """(soc_version, repo_key, info_digest): one policy per operator, collisions kept apart."""
@@ -75,66 +76,6 @@ class Policy:
     def beats(self, other: Policy) -> bool:
         """Strictly faster wins; equal times go to the smaller event_id, whatever the arrival order."""
         return (self.best_us, self.event_id) < (other.best_us, other.event_id)
-
-
-@dataclass(frozen=True)
-class TaskView:
-    """One tuning task as derived from its events, with AOE's repo_summary counts."""
-
-    task_id: str
-    soc_version: str
-    origin: str
-    started_at: str
-    first_seq: int
-    last_seq: int
-    tuning_name: str | None = None
-    model_name: str | None = None
-    model_hash: str | None = None
-    job_type: str | None = None
-    search_mode: str | None = None
-    status: str = "incomplete"
-    finished_at: str | None = None
-    tuning_time_s: float | None = None
-    model_baseline_ms: float | None = None
-    model_result_ms: float | None = None
-    failed_operators: tuple[str, ...] = ()
-    add_num: int = 0
-    hit_num: int = 0
-    update_num: int = 0
-    reserved_num: int = 0
-    unsatisfied_num: int = 0
-    open_hits: int = 0
-
-    @property
-    def finished(self) -> bool:
-        return self.status != "incomplete"
-
-    @property
-    def total_num(self) -> int:
-        return self.add_num + self.hit_num + self.unsatisfied_num
-
-    def repo_summary(self) -> dict[str, int]:
-        """The six counts under AOE's field names."""
-        return {
-            "repo_add_num": self.add_num,
-            "repo_hit_num": self.hit_num,
-            "repo_reserved_num": self.reserved_num,
-            "repo_unsatisfied_num": self.unsatisfied_num,
-            "repo_update_num": self.update_num,
-            "total_num": self.total_num,
-        }
-
-    def invariant_problems(self) -> list[str]:
-        """What breaks AOE's two repo_summary equations (empty for a healthy finished task)."""
-        problems = []
-        if self.hit_num != self.update_num + self.reserved_num:
-            problems.append(
-                f"task {self.task_id}: repo_hit_num {self.hit_num} != repo_update_num "
-                f"{self.update_num} + repo_reserved_num {self.reserved_num}"
-            )
-        if self.open_hits:
-            problems.append(f"task {self.task_id}: {self.open_hits} hit(s) never resolved")
-        return problems
 
 
 PolicyRef = tuple[float, str, int]

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from bank.errors import BankError
 from bank.location import resolve
-from bank.projection import TaskView
+from bank.tasks import TaskView
 from bank.version import SCHEMA_VERSION
 
 

@@ -12,9 +12,10 @@ from typing import Any
 
 from bank.canonical import canonical_json, parse_json
 from bank.events import Event, LoggedEvent, StoredEvent
-from bank.projection import Policy, TaskView
+from bank.projection import Policy
 from bank.schema import TaskRow
 from bank.sql import TASK_COLUMNS
+from bank.tasks import TaskView
 
 
 def event_values(stored: StoredEvent) -> tuple[Any, ...]:

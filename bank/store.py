@@ -35,7 +35,7 @@ from bank.dialects import (
 )
 from bank.errors import BankError, BankLocationError, StoreError
 from bank.events import GENESIS_HASH, OUTCOME_KINDS, POLICY_KINDS, Event, StoredEvent
-from bank.projection import Policy, PolicyKey, PolicyRef, Projection, TaskView, policy_of
+from bank.projection import Policy, PolicyKey, PolicyRef, Projection, policy_of
 from bank.rows import (
     event_values,
     policy_values,
@@ -54,6 +54,7 @@ from bank.schema import (
     PolicyRow,
     TaskRow,
 )
+from bank.tasks import TaskView
 
 CHECKPOINT = "projections"
 _CHUNK = 500  # values per IN (...) list, well under every database's parameter limit

@@ -9,9 +9,10 @@ from typing import Any
 from bank.chain import checked_in_workers, row_problems, workers_for
 from bank.errors import BankError, OutcomeRuleError
 from bank.events import GENESIS_HASH, StoredEvent
-from bank.projection import PolicyKey, PolicyRef, Projection, TaskView, policy_of
+from bank.projection import PolicyKey, PolicyRef, Projection, policy_of
 from bank.rows import policy_values, values_to_logged
 from bank.store import EventStore, bulk_job
+from bank.tasks import TaskView
 
 MAX_LISTED = 50  # problems listed per projection; a wholesale mismatch need not print thousands
 
