@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from onnx import helper
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.scale import clean_env  # noqa: E402
 from fixtures.make_bert import build as build_bert  # noqa: E402
+from fixtures.model_versions import dilated  # noqa: E402
 from tuner.config import TuneSelection  # noqa: E402
 from tuner.model import load_model, parse_input_shapes  # noqa: E402
 from tuner.plan import KeyGroup, plan_tune  # noqa: E402
@@ -94,21 +94,6 @@ def measured_known_keys(db: Path, task_id: str) -> int:
         if event["task_id"] == task_id and event["kind"] == "hit":
             spent += int(event["payload"].get("measurements", 0))
     return spent
-
-
-def dilated(source: Path, out: Path) -> None:
-    """A "v2" of a CNN: every 3x3 convolution dilated (dilations 2, pads 2), which keeps every
-    output shape, so only those convolutions get new keys."""
-    model = onnx.load(str(source))
-    for node in model.graph.node:
-        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        if node.op_type != "Conv" or list(attrs.get("kernel_shape", [])) != [3, 3]:
-            continue
-        kept = [a for a in node.attribute if a.name not in ("dilations", "pads")]
-        del node.attribute[:]
-        node.attribute.extend([*kept, helper.make_attribute("dilations", [2, 2]),
-                               helper.make_attribute("pads", [2, 2, 2, 2])])
-    onnx.save(model, str(out))
 
 
 def incremental(v1: Model, v2: Model, folder: Path) -> dict[str, Any]:
