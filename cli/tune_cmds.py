@@ -44,6 +44,9 @@ def tune(
     model: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The ONNX model.")],
     soc_version: Annotated[str, typer.Option("--soc-version", help="Chip to tune for (see `bank socs`).")],
     db: DbOption = None,
+    job_type: Annotated[str, typer.Option(
+        "--job-type", help="subgraph (AOE's 1: fusion and schedule of fusable subgraphs) or "
+                           "operator (2: each operator's tiling).")] = "operator",
     mode: Annotated[Mode, typer.Option(help="Search mode: ga, rl, random or exhaustive.")] = Mode.ga,
     budget: Annotated[int | None, typer.Option(
         min=1, help="Measurements per operator (default: per mode).")] = None,
@@ -73,13 +76,13 @@ def tune(
     as_json: JsonOption = False,
 ) -> None:
     """Tune an ONNX model into the bank: known keys are reused, new ones searched and recorded."""
-    from tuner.flow import RESUMED, TuneOptions
+    from tuner.flow import RESUMED, TuneOptions, job_type_of
     from tuner.flow import tune as run_tune
     from tuner.model import parse_input_shapes
 
     options = TuneOptions(
-        model=model, soc_version=soc_version, mode=mode.value, budget=budget, seed=seed,
-        retune=retune, reload=reload, input_shapes=parse_input_shapes(input_shape),
+        model=model, soc_version=soc_version, job_type=job_type_of(job_type), mode=mode.value,
+        budget=budget, seed=seed, retune=retune, reload=reload, input_shapes=parse_input_shapes(input_shape),
         tuning_config=tuning_config, tune_ops_file=tune_ops_file,
         load_tuning_result=load_tuning_result, noise=noise, run_loop=run_loop,
         tuning_name=tuning_name, result_format=result_format.value, work_dir=result_folder(),
@@ -149,11 +152,13 @@ def _closing_lines(report: TuneReport) -> None:
                f"Performance improved by {report.improvement_pct:.2f}%")
     typer.echo(f"Tuning took {report.tuning_time_s:.2f} s")
     typer.echo(f"Result file: {report.result_file}")
-    typer.echo(f"Tuning result: {report.tuning_result_file}")
+    if report.tuning_result_file:
+        typer.echo(f"Tuning result: {report.tuning_result_file}")
     if report.output_model:
         typer.echo(f"Tuned model: {report.output_model}")
     if report.not_tunable:
-        typer.echo("Not tunable (no search space, not counted): "
+        typer.echo(("Not in a fusable subgraph (not counted): " if report.job_type == "sgat"
+                    else "Not tunable (no search space, not counted): ")
                    + ", ".join(f"{t} x{n}" for t, n in sorted(report.not_tunable.items())))
     if report.failed_operators:
         typer.echo("Failed operators: " + ", ".join(report.failed_operators))
@@ -168,14 +173,19 @@ def plan(
     input_shape: Annotated[str | None, typer.Option(
         "--input-shape", help='Fix input shapes: "name:1,3,224,224;other:8,128".')] = None,
     db: DbOption = None,
+    job_type: Annotated[str, typer.Option(
+        "--job-type", help="subgraph (1): the model's subgraph keys; operator (2): its operator keys.")]
+    = "operator",
     as_json: JsonOption = False,
 ) -> None:
     """Show what a model still needs tuned: each key known, known to gain nothing, or new."""
     from tuner.coverage import coverage
+    from tuner.flow import job_type_of
     from tuner.model import parse_input_shapes
 
+    kind = job_type_of(job_type)
     with open_bank(db) as bank:
-        keys = coverage(bank, model, soc_version, parse_input_shapes(input_shape))
+        keys = coverage(bank, model, soc_version, parse_input_shapes(input_shape), kind)
     if as_json:
         print_json([k.as_json() for k in keys])
         return
@@ -185,7 +195,7 @@ def plan(
                  for k in keys])
     new = [k for k in keys if k.status == "new"]
     typer.echo(f"{len(keys)} keys: {len(keys) - len(new)} known to the bank, {len(new)} to tune "
-               f"({sum(len(k.op_names) for k in new)} operators)")
+               f"({sum(len(k.op_names) for k in new)} {'subgraphs' if kind == 'sgat' else 'operators'})")
 
 
 @user_errors

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tuner.socs import SocSpec
-from tuner.space import SearchSpace
-from tuner.workload import ConvWork, MatmulWork, VectorWork, Workload
+from tuner.space import SearchSpace, space_for
+from tuner.workload import ConvWork, MatmulWork, SubgraphWork, VectorWork, Workload
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -28,6 +28,7 @@ C0 = 16  # fp16 channels per NC1HWC0 block, and the cube's edge
 ND_LOAD_PENALTY = 1.4  # GM->L1 time factor for an ND operand converted on the fly (estimate)
 NCHW_LOAD_PENALTY = 2.0  # GM->L1 time factor for a conv input read channel-strided (estimate)
 CORE_START_US = 0.01  # per extra core a kernel starts on (estimate)
+HANDOFF_CYCLES = 128  # a fused tile handed from the anchor to the vector unit: sync, move set-up (estimate)
 
 
 def _ceil(a: Array | int, b: Array | int) -> Array:
@@ -53,6 +54,8 @@ class CostModel:
     def evaluate(self, work: Workload, space: SearchSpace, candidates: np.ndarray) -> Array:
         """Latency in µs of each candidate row (``inf`` where it does not fit)."""
         knobs = space.decode(np.atleast_2d(candidates))
+        if isinstance(work, SubgraphWork):
+            return self._subgraph(work, knobs)
         if isinstance(work, MatmulWork):
             return self._matmul(work, knobs)
         if isinstance(work, ConvWork):
@@ -196,3 +199,35 @@ class CostModel:
         used = np.minimum(dim, tiles)
         latency = np.maximum(core_us, gm) + (used - 1) * CORE_START_US + soc.launch_us
         return np.where(feasible, latency, np.inf)
+
+    # -- subgraphs: fusion of the element-wise steps after an anchor --------------------------
+
+    def default_us(self, work: MatmulWork | ConvWork | VectorWork) -> float:
+        """An operator's time as a kernel of its own, at the compiler's default schedule."""
+        space = space_for(work, self.soc)
+        return float(self.evaluate(work, space, np.array([space.default]))[0])
+
+    def _subgraph(self, w: SubgraphWork, k: dict[str, np.ndarray]) -> Array:
+        soc = self.soc
+        depth, tile, db, dim = k["fuseDepth"], k["ubTile"], k["doubleBuffer"], k["blockDim"]
+        anchor_us = self.default_us(w.anchor)
+        alone = np.array([self.default_us(step.alone) for step in w.steps])
+        ops = np.cumsum([0.0] + [step.ops_per_element for step in w.steps])[depth]
+        extra = np.cumsum([0] + [step.extra_bytes for step in w.steps])[depth]
+        streams = np.cumsum([0] + [step.extra_streams for step in w.steps])[depth]
+        left = np.concatenate([np.cumsum(alone[::-1])[::-1], [0.0]])[depth]  # steps not fused
+        feasible = tile * FP16 * (2 + streams) * (1 + db) <= soc.ub_bytes
+        tiles = _ceil(w.elements, tile)
+        per_core = _ceil(tiles, dim)
+        compute = tile * ops / soc.vector_fp16_per_cycle
+        mem = tile * (extra / max(w.elements, 1)) / soc.ub_bytes_per_cycle
+        per_tile = np.where(db == 1, np.maximum(mem, compute), mem + compute) + soc.issue_cycles
+        fused_us = np.maximum(self._cycles_us(per_core * per_tile), self._gm_us(extra)) \
+            + (np.minimum(dim, tiles) - 1) * CORE_START_US
+        # each tile is handed over from the anchor once; double buffered, the fused steps of
+        # one tile overlap the anchor's work on the next, and only the last tile's steps wait
+        anchor_side = anchor_us + self._cycles_us(per_core * HANDOFF_CYCLES)
+        with_anchor = np.where(db == 1, np.maximum(anchor_side, fused_us) + fused_us / per_core,
+                               anchor_side + fused_us)
+        latency = np.where(depth > 0, with_anchor, anchor_us) + left
+        return np.where(feasible | (depth == 0), latency, np.inf)

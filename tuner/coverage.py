@@ -11,6 +11,7 @@ from tuner.config import TuneSelection
 from tuner.model import load_model
 from tuner.plan import plan_tune
 from tuner.socs import get_soc
+from tuner.subgraphs import plan_subgraphs
 
 
 @dataclass(frozen=True)
@@ -29,10 +30,13 @@ class KeyCoverage:
 
 
 def coverage(bank: Bank, model: Path, soc_version: str,
-             input_shapes: dict[str, tuple[int, ...]] | None = None) -> list[KeyCoverage]:
-    """Every tunable key of ``model``: ``known`` (a policy), ``no_gain`` (searched before, nothing
-    beat the default) or ``new`` (a plain `bank tune` would search it). Two queries in all."""
-    plan = plan_tune(load_model(model, input_shapes), get_soc(soc_version), TuneSelection())
+             input_shapes: dict[str, tuple[int, ...]] | None = None,
+             job_type: str = "opat") -> list[KeyCoverage]:
+    """Every tunable key of ``model`` (its operators, or its subgraphs with ``job_type`` sgat):
+    ``known`` (a policy), ``no_gain`` (searched before, nothing beat the default) or ``new`` (a
+    plain `bank tune` would search it). Two queries in all."""
+    loaded, soc = load_model(model, input_shapes), get_soc(soc_version)
+    plan = plan_subgraphs(loaded, soc) if job_type == "sgat" else plan_tune(loaded, soc, TuneSelection())
     asked = [(g.repo_key, g.info) for g in plan.groups]
     known = bank.lookup(soc_version, asked)
     fruitless = bank.searched_without_gain(soc_version, [a for a in asked if a[0] not in known])

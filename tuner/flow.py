@@ -31,7 +31,7 @@ import numpy as np
 from bank import Bank, EventKind, Outcome, Policy, TaskView
 from bank.atomic import write_json_atomic
 from bank.errors import BankError
-from bank.formats.opat import ReportInfo, TaskOutcomes, opat_v1, opat_v2, tuning_result
+from bank.formats.opat import ReportInfo, TaskOutcomes, opat_v1, opat_v2, sgat, tuning_result
 from bank.store import EventFilter
 from tuner.annotate import annotated_model
 from tuner.config import ConfigError, TuneSelection, load_selection, read_json
@@ -41,11 +41,20 @@ from tuner.plan import KeyGroup, TunePlan, plan_tune
 from tuner.search import Evaluator, SearchError, make_search
 from tuner.socs import get_soc
 from tuner.space import SearchSpace
+from tuner.subgraphs import plan_subgraphs
 
 BACKEND = "sim"
 RESUMED = {"mode": "search_mode", "seed": "seed", "budget": "budget", "retune": "retune",
            "noise": "noise", "run_loop": "run_loop"}
 """The search settings --reload takes from the unfinished task: option -> task_started field."""
+
+JOB_TYPES = {"operator": "opat", "opat": "opat", "2": "opat",
+             "subgraph": "sgat", "sgat": "sgat", "1": "sgat"}
+"""``--job-type`` values: AOE's numbers (1 subgraph, 2 operator) and names, to the job_type a
+task records."""
+OPERATOR_ONLY = {"tuning_config": "--tuning-config", "tune_ops_file": "--tune-ops-file",
+                 "load_tuning_result": "--load-tuning-result", "output": "--output"}
+"""Options that name operators or write an operator-tuned model: not for a subgraph tune."""
 
 
 class TuneError(BankError):
@@ -69,6 +78,7 @@ class TuneOptions:
 
     model: Path
     soc_version: str
+    job_type: str = "opat"
     mode: str = "ga"
     budget: int | None = None
     seed: int = 0
@@ -119,11 +129,12 @@ class TuneReport:
     model_result_ms: float
     tuning_time_s: float
     result_file: Path
-    tuning_result_file: Path
+    tuning_result_file: Path | None
     output_model: Path | None
     failed_operators: list[str]
     not_tunable: dict[str, int]
     resumed: bool
+    job_type: str = "opat"
     notices: list[str] = field(default_factory=list)
 
     @property
@@ -135,7 +146,7 @@ class TuneReport:
     def as_json(self) -> dict[str, Any]:
         """The ``--json`` object."""
         return {
-            "task_id": self.task_id, "tuning_name": self.tuning_name,
+            "task_id": self.task_id, "job_type": self.job_type, "tuning_name": self.tuning_name,
             "soc_version": self.soc_version, "repo_summary": self.repo_summary,
             "opat_tuning_result": {"successful": "tuning successful",
                                    "failed": "tuning failed"}.get(self.status, self.status),
@@ -145,7 +156,7 @@ class TuneReport:
             "performance_improvement": f"{self.improvement_pct:.2f}%",
             "tuning_time_s": round(self.tuning_time_s, 3),
             "result_file": str(self.result_file),
-            "tuning_result_file": str(self.tuning_result_file),
+            "tuning_result_file": str(self.tuning_result_file) if self.tuning_result_file else None,
             "output_model": str(self.output_model) if self.output_model else None,
             "failed_operators": self.failed_operators, "not_tunable": self.not_tunable,
             "resumed": self.resumed, "notices": self.notices,
@@ -195,7 +206,7 @@ def tune(bank_opener: Callable[[], Bank], options: TuneOptions,
     _check_options(options)
     selection = load_selection(options.tuning_config, options.tune_ops_file)
     model = load_model(options.model, options.input_shapes)
-    plan = plan_tune(model, soc, selection)
+    plan = plan_subgraphs(model, soc) if options.job_type == "sgat" else plan_tune(model, soc, selection)
     loaded = _read_tuning_result(options.load_tuning_result)
     with bank_opener() as bank:
         run = _open_task(bank, options, plan, CostModel(soc), model.name, model.sha256, selection)
@@ -203,7 +214,25 @@ def tune(bank_opener: Callable[[], Bank], options: TuneOptions,
         return _finish(run)
 
 
+def job_type_of(text: str) -> str:
+    """The job_type ``--job-type`` names: ``sgat`` (subgraph, 1) or ``opat`` (operator, 2).
+
+    Raises:
+        TuneError: ``text`` names neither.
+    """
+    try:
+        return JOB_TYPES[text.strip().lower()]
+    except KeyError:
+        raise TuneError(f"--job-type: {text!r} is not subgraph (1, sgat) or operator (2, opat)") from None
+
+
 def _check_options(options: TuneOptions) -> None:
+    if options.job_type not in ("opat", "sgat"):
+        raise TuneError(f"--job-type: {options.job_type!r} is not sgat or opat")
+    if options.job_type == "sgat":
+        for name, flag in OPERATOR_ONLY.items():
+            if getattr(options, name) is not None:
+                raise TuneError(f"{flag}: applies to operator tuning only, not --job-type subgraph")
     if options.result_format not in ("v1", "v2"):
         raise TuneError(f"--result-format: {options.result_format!r} is not v1 or v2")
     if options.budget is not None and options.budget < 1:
@@ -231,14 +260,14 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
     notices: list[str] = []
     tuning_name = options.tuning_name or f"{model_name}_{options.soc_version}"
     if options.reload:
-        task = _unfinished_task(bank, options.soc_version, model_hash)
+        task = _unfinished_task(bank, options.soc_version, model_hash, options.job_type)
         events = list(bank.store.iter_events(EventFilter(task_id=task.task_id)))
         options = resumed_options(options, events[0].event.payload)
         outcomes.absorb(events)
         task_id, tuning_name = task.task_id, task.tuning_name or tuning_name
         stamp = _stamp(datetime.fromisoformat(task.started_at.replace("Z", "+00:00")))
     else:
-        for task in _unfinished_tasks(bank, options.soc_version, model_hash)[:1]:
+        for task in _unfinished_tasks(bank, options.soc_version, model_hash, options.job_type)[:1]:
             notices.append(f"task {task.task_id} of this model is unfinished; "
                            "--reload would have continued it")
         extra = {"seed": options.seed, "budget": options.budget, "retune": options.retune,
@@ -246,10 +275,11 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
                  "cost_model_version": COST_MODEL_VERSION,
                  "tool_version": tool_version(), "selected": sorted(selection.op_names)}
         task_id = bank.start_task(options.soc_version, tuning_name=tuning_name,
-                                  model_name=model_name, model_hash=model_hash, job_type="opat",
+                                  model_name=model_name, model_hash=model_hash,
+                                  job_type=options.job_type,
                                   search_mode=options.mode, extra=extra)
         stamp = _stamp(datetime.now())
-    result_file = options.work_dir / f"aoe_result_opat_{stamp}_{os.getpid()}.json"
+    result_file = options.work_dir / f"aoe_result_{options.job_type}_{stamp}_{os.getpid()}.json"
     return _Run(bank=bank, options=options, plan=plan, cost=cost, task_id=task_id,
                 tuning_name=tuning_name, stamp=stamp, result_file=result_file,
                 outcomes=outcomes, started=time.monotonic(), notices=notices)
@@ -281,18 +311,18 @@ def _stamp(moment: datetime) -> str:
     return moment.strftime("%Y%m%d%H%M%S") + f"{moment.microsecond // 1000:03d}"
 
 
-def _unfinished_task(bank: Bank, soc_version: str, model_hash: str) -> TaskView:
-    for task in _unfinished_tasks(bank, soc_version, model_hash):
+def _unfinished_task(bank: Bank, soc_version: str, model_hash: str, job_type: str) -> TaskView:
+    for task in _unfinished_tasks(bank, soc_version, model_hash, job_type):
         return task
     raise TuneError(f"--reload: no unfinished task for this model on {soc_version}; "
                     "run without --reload to start one")
 
 
-def _unfinished_tasks(bank: Bank, soc_version: str, model_hash: str) -> list[TaskView]:
-    """This model's incomplete tasks on this chip, newest first."""
+def _unfinished_tasks(bank: Bank, soc_version: str, model_hash: str, job_type: str) -> list[TaskView]:
+    """This model's incomplete tasks of this job type on this chip, newest first."""
     return [task for task in reversed(bank.tasks())
             if task.status == "incomplete" and task.soc_version == soc_version
-            and task.model_hash == model_hash]
+            and task.model_hash == model_hash and (task.job_type or "opat") == job_type]
 
 
 def _tune_keys(run: _Run, loaded: dict[str, dict[str, Any]], reporter: Reporter) -> None:
@@ -324,6 +354,8 @@ def _record(run: _Run, outcomes: list[Outcome]) -> None:
 
 
 def _payload(group: KeyGroup, measurements: int, **extra: Any) -> dict[str, Any]:
+    if group.members:
+        extra = {"subgraphs": [list(names) for names in group.members], **extra}
     return {"op_names": group.op_names, "measurements": measurements,
             "cost_model_version": COST_MODEL_VERSION, "tool_version": tool_version(), **extra}
 
@@ -436,8 +468,10 @@ def _write_result_file(run: _Run, status: str, tuning_time: float | None) -> Non
     """Rewrite the result file: compact while the run goes on, indented once it ends."""
     task = run.bank.task(run.task_id, exact=True)
     info = ReportInfo(run.tuning_name, status, tuning_time, task.repo_summary())
-    if run.options.result_format == "v1":
-        content: Any = opat_v1(info, run.outcomes)
+    if run.options.job_type == "sgat":
+        content: Any = sgat(info, run.outcomes)
+    elif run.options.result_format == "v1":
+        content = opat_v1(info, run.outcomes)
     else:
         content = opat_v2(f"report_{run.stamp}_{threading.get_native_id()}", info, run.outcomes)
     write_json_atomic(run.result_file, content, pretty=status != "incomplete")
@@ -453,21 +487,22 @@ def _finish(run: _Run) -> TuneReport:
                          model_baseline_ms=before_ms, model_result_ms=after_ms,
                          failed_operators=failed)
     _write_result_file(run, status, elapsed)
-    work_dir = run.result_file.parent
-    tuning_file = work_dir / "tuning_result.json"
-    asked = [(g.repo_key, g.info) for g in run.plan.groups]
-    policies = run.bank.lookup(run.options.soc_version, asked)
-    knowledge = {key: p.knowledge for key, p in policies.items()}
-    names = {g.repo_key: g.op_names for g in run.plan.groups}
-    write_json_atomic(tuning_file, tuning_result(knowledge, names))
-    output_model = _write_output(run, knowledge, names)
+    tuning_file, output_model = None, None
+    if run.options.job_type == "opat":  # tuning_result.json and the model hold operator policies
+        tuning_file = run.result_file.parent / "tuning_result.json"
+        asked = [(g.repo_key, g.info) for g in run.plan.groups]
+        policies = run.bank.lookup(run.options.soc_version, asked)
+        knowledge = {key: p.knowledge for key, p in policies.items()}
+        names = {g.repo_key: g.op_names for g in run.plan.groups}
+        write_json_atomic(tuning_file, tuning_result(knowledge, names))
+        output_model = _write_output(run, knowledge, names)
     return TuneReport(
         task_id=run.task_id, tuning_name=run.tuning_name, soc_version=run.options.soc_version,
         status=status, repo_summary=run.bank.summary(run.task_id), measurements=run.measurements,
         model_baseline_ms=before_ms, model_result_ms=after_ms, tuning_time_s=elapsed,
         result_file=run.result_file, tuning_result_file=tuning_file, output_model=output_model,
         failed_operators=failed, not_tunable=dict(Counter(op.op_type for op in run.plan.not_tunable)),
-        resumed=run.options.reload, notices=run.notices)
+        resumed=run.options.reload, job_type=run.options.job_type, notices=run.notices)
 
 
 def _write_output(run: _Run, knowledge: dict[str, dict[str, Any]],

@@ -26,6 +26,9 @@ class KeyGroup:
     ops: tuple[Operator, ...]
     work: Workload
     space: SearchSpace
+    members: tuple[tuple[str, ...], ...] = ()
+    """For a subgraph key, the operator names of each subgraph that has it (``ops`` holds their
+    first operators); empty for an operator key."""
 
     @property
     def op_names(self) -> list[str]:

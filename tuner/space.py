@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from tuner.socs import SocSpec
-from tuner.workload import ConvWork, MatmulWork, VectorWork, Workload
+from tuner.workload import ConvWork, MatmulWork, SubgraphWork, VectorWork, Workload
 
 if TYPE_CHECKING:
     import numpy as np
@@ -148,8 +148,30 @@ def vector_space(work: VectorWork, soc: SocSpec) -> SearchSpace:
     return SearchSpace("vector", knobs, index)
 
 
+FUSED_TILES = _pow2(1024, 65536)
+
+
+def subgraph_space(work: SubgraphWork, soc: SocSpec) -> SearchSpace:
+    """A subgraph's fusion and schedule: how many of the element-wise steps after the anchor
+    run inside the anchor's kernel (fuseDepth), and how that fused part runs: the UB tile it
+    works in (elements), double buffering, and the cores it is split over. The default is the
+    compiler's: the steps its own patterns fuse, a 4096-element tile (or the largest that fits)
+    without double buffering, on every core."""
+    dims = tuple(v for v in (1, 2, 4, 8, 16, 24, 32, 48) if v <= soc.vector_cores)
+    spec = [("fuseDepth", tuple(range(len(work.steps) + 1))), ("ubTile", FUSED_TILES),
+            ("doubleBuffer", (0, 1)), ("blockDim", dims)]
+    streams = 2 + sum(step.extra_streams for step in work.steps[:work.default_fused])
+    fits = [t for t in FUSED_TILES if t <= 4096 and t * 2 * streams <= soc.ub_bytes]
+    default = {"fuseDepth": work.default_fused, "ubTile": fits[-1] if fits else FUSED_TILES[0],
+               "doubleBuffer": 0, "blockDim": dims[-1]}
+    knobs, index = _knobs(spec, default)
+    return SearchSpace("subgraph", knobs, index)
+
+
 def space_for(work: Workload, soc: SocSpec) -> SearchSpace:
     """The full search space of a workload on a chip."""
+    if isinstance(work, SubgraphWork):
+        return subgraph_space(work, soc)
     if isinstance(work, MatmulWork):
         return matmul_space(work, soc)
     if isinstance(work, ConvWork):

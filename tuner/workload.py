@@ -69,7 +69,29 @@ class VectorWork:
     passes_split: int  # passes over the data when a row does not fit a tile
 
 
-Workload = MatmulWork | ConvWork | VectorWork
+@dataclass(frozen=True)
+class FusedStep:
+    """One element-wise operator after a subgraph's anchor, fusable into the anchor's kernel."""
+
+    op_type: str
+    alone: VectorWork  # the operator as a kernel of its own, when it is not fused
+    ops_per_element: float
+    extra_bytes: int  # its other inputs that are not constants, read from global memory if fused
+    extra_streams: int  # UB buffers those inputs take
+
+
+@dataclass(frozen=True)
+class SubgraphWork:
+    """A fusable subgraph (tuner/subgraphs.py): an anchor and the chain of element-wise
+    operators after it, each consuming the one before; ``elements`` is the chain's tensor."""
+
+    anchor: MatmulWork | ConvWork | VectorWork
+    steps: tuple[FusedStep, ...]
+    elements: int
+    default_fused: int  # the steps the compiler fuses by its own patterns
+
+
+Workload = MatmulWork | ConvWork | VectorWork | SubgraphWork
 
 
 def family_of(op_type: str) -> str | None:
