@@ -73,6 +73,11 @@ class Policy:
     def key(self) -> PolicyKey:
         return (self.soc_version, self.repo_key, self.info_digest)
 
+    @property
+    def is_subgraph(self) -> bool:
+        """A subgraph's policy (SGAT: its info_dict names the job and key), not an operator's."""
+        return self.info_dict.get("job_type") == "sgat"
+
     def beats(self, other: Policy) -> bool:
         """Strictly faster wins; equal times go to the smaller event_id, whatever the arrival order."""
         return (self.best_us, self.event_id) < (other.best_us, other.event_id)

@@ -145,7 +145,8 @@ def _export_repo(bank: Any, out: Path | None, core_num: int | None) -> None:
 
     if out is None:
         raise fail("--format aoe-repo needs --out DIR", code=2)
-    policies = bank.policies()
+    every = bank.policies()
+    policies = [p for p in every if not p.is_subgraph]  # AOE keeps those in its subgraph bank
     cores: dict[str, int] = {}
     for soc in sorted({p.soc_version for p in policies}):
         if core_num is None and soc not in SOCS:
@@ -153,6 +154,9 @@ def _export_repo(bank: Any, out: Path | None, core_num: int | None) -> None:
         cores[soc] = core_num or SOCS[soc].ai_cores
     files = write_tree(out, policies, cores)
     typer.echo(f"{len(policies)} entries in {len(files)} file(s) under {out}")
+    if len(every) > len(policies):
+        typer.echo(f"{len(every) - len(policies)} subgraph entries left out: the operator bank does not "
+                   "hold them (`bank export --format sgat --task ID` writes a task's as a result file)")
 
 
 def _export_tuning_result(bank: Any, out: Path | None, model: Path | None, soc_version: str | None,

@@ -165,3 +165,19 @@ def test_bad_subgraph_options_write_nothing(tmp_path: Path, args: list[str], mes
     assert result.exit_code == 1
     assert result.stderr.strip().startswith(f"bank: error: {message}")
     assert not db.exists()
+
+
+def test_the_operator_bank_tree_leaves_subgraph_policies_out(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "bank.db"
+    sub = tune(db, SQUEEZENET, "--budget", "8")
+    ops = runner.invoke(app, ["tune", str(SQUEEZENET), "--soc-version", SOC, "--db", str(db),
+                              "--budget", "8", "--json"])
+    assert ops.exit_code == 0, ops.output
+    result = runner.invoke(app, ["export", "--format", "aoe-repo", "--out", "tree", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    added = sub["repo_summary"]["repo_add_num"]  # type: ignore[index]
+    assert f"{added} subgraph entries left out" in result.stdout
+    names = [path.name for path in (tmp_path / "tree").rglob("*_runtime_kb.json")]
+    assert names and not [name for name in names if "+" in name]
