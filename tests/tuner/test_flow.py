@@ -265,3 +265,18 @@ def test_the_result_file_is_rewritten_as_keys_double_not_per_key(
     assert sizes[-1] == keys  # the final rewrite holds every key
     assert len(sizes) <= math.log2(keys) + 3  # one per doubling, and the last
     assert all(later >= 2 * earlier for earlier, later in itertools.pairwise(sizes[:-1]))
+
+
+def test_reload_continues_an_unfinished_task_of_its_own_job_type(tmp_path: Path) -> None:
+    from tuner.model import load_model
+
+    db = tmp_path / "b.db"
+    with Bank.open(str(db), create=True) as bank:
+        stale = bank.start_task("Ascend310", tuning_name="subgraphs", model_hash=load_model(VGG).sha256,
+                                job_type="sgat", search_mode="ga")
+    with pytest.raises(BankError, match="--reload: no unfinished task"):  # not an operator task
+        run_tune(db, tmp_path, reload=True)
+    resumed = run_tune(db, tmp_path, reload=True, job_type="sgat")
+    assert resumed.task_id == stale and resumed.job_type == "sgat" and resumed.resumed
+    assert resumed.result_file.name.startswith("aoe_result_sgat_")
+    assert resumed.repo_summary["total_num"] == 11  # VGG-19's subgraph keys
