@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from typer.core import TyperGroup
 
-from cli import audit_cmds, exchange_cmds, inspect_cmds, tune_cmds
+from cli import audit_cmds, diff_cmds, exchange_cmds, inspect_cmds, tune_cmds
 from cli.common import one_line
 
 
@@ -55,7 +55,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "tasks": inspect_cmds.tasks, "summary": inspect_cmds.summary, "query": inspect_cmds.query,
     "history": inspect_cmds.history, "events": inspect_cmds.events, "verify": audit_cmds.verify,
     "rebuild": audit_cmds.rebuild, "upgrade": audit_cmds.upgrade, "import": exchange_cmds.import_,
-    "export": exchange_cmds.export, "merge": exchange_cmds.merge,
+    "export": exchange_cmds.export, "merge": exchange_cmds.merge, "diff": diff_cmds.diff,
 }
 """Every command of ``bank``, by name, in the order ``bank --help`` lists them."""
 

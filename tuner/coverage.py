@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from bank import Bank
 from tuner.config import TuneSelection
 from tuner.model import load_model
-from tuner.plan import plan_tune
+from tuner.plan import KeyGroup, TunePlan, plan_tune
 from tuner.socs import get_soc
 from tuner.subgraphs import plan_subgraphs
 
@@ -35,13 +36,23 @@ def coverage(bank: Bank, model: Path, soc_version: str,
     """Every tunable key of ``model`` (its operators, or its subgraphs with ``job_type`` sgat):
     ``known`` (a policy), ``no_gain`` (searched before, nothing beat the default) or ``new`` (a
     plain `bank tune` would search it). Two queries in all."""
+    return covered(bank, soc_version, plan_of(model, soc_version, input_shapes, job_type).groups)
+
+
+def plan_of(model: Path, soc_version: str, input_shapes: dict[str, tuple[int, ...]] | None = None,
+            job_type: str = "opat") -> TunePlan:
+    """The keys a plain `bank tune` of ``model`` would take, operators' or subgraphs'."""
     loaded, soc = load_model(model, input_shapes), get_soc(soc_version)
-    plan = plan_subgraphs(loaded, soc) if job_type == "sgat" else plan_tune(loaded, soc, TuneSelection())
-    asked = [(g.repo_key, g.info) for g in plan.groups]
+    return plan_subgraphs(loaded, soc) if job_type == "sgat" else plan_tune(loaded, soc, TuneSelection())
+
+
+def covered(bank: Bank, soc_version: str, groups: Sequence[KeyGroup]) -> list[KeyCoverage]:
+    """What the bank knows of each key group, in two queries."""
+    asked = [(g.repo_key, g.info) for g in groups]
     known = bank.lookup(soc_version, asked)
     fruitless = bank.searched_without_gain(soc_version, [a for a in asked if a[0] not in known])
     result = []
-    for group in plan.groups:
+    for group in groups:
         policy = known.get(group.repo_key)
         status = "known" if policy else "no_gain" if group.repo_key in fruitless else "new"
         best = policy.best_us if policy and policy.best_us != float("inf") else None

@@ -1,0 +1,144 @@
+"""`bank diff`: two banks policy by policy, or two versions of a model key by key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cli.common import DbOption, JsonOption, fail, open_bank, print_json, print_table, user_errors
+
+if TYPE_CHECKING:
+    from bank import Bank, Policy
+    from bank.diff import BankDiff
+    from tuner.versions import ModelDiff
+
+
+@user_errors
+def diff(
+    banks: Annotated[list[str] | None, typer.Argument(
+        metavar="[A B]", help="Two banks, files or URLs, compared policy by policy.",
+        show_default=False)] = None,
+    model: Annotated[list[Path] | None, typer.Option(
+        "--model", exists=True, dir_okay=False,
+        help="Two versions of a model (--model V1 --model V2), compared key by key.")] = None,
+    soc_version: Annotated[str | None, typer.Option(
+        "--soc-version", help="Banks: only this chip. Models: the chip to plan for (required).")] = None,
+    db: DbOption = None,
+    job_type: Annotated[str, typer.Option(
+        "--job-type", help="Models: subgraph (1) or operator (2) keys.")] = "operator",
+    input_shape: Annotated[str | None, typer.Option(
+        "--input-shape", help='Models: fix input shapes, "name:1,3,224,224;other:8,128".')] = None,
+    exit_code: Annotated[bool, typer.Option(
+        "--exit-code", help="Exit 1 when there is a difference, 0 when there is none.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Compare two banks (A B: keys only in one, keys whose policy or time differs, and who
+    recorded each) or two versions of a model (--model twice: keys kept, gone and new, and what
+    the bank knows of the new ones)."""
+    banks, models = banks or [], model or []
+    if len(banks) == 2 and not models:
+        differs = _diff_banks(banks[0], banks[1], soc_version, as_json)
+    elif len(models) == 2 and not banks:
+        if soc_version is None:
+            raise fail("--soc-version: needed to plan the models (see `bank socs`)", code=2)
+        differs = _diff_models(models, soc_version, db, job_type, input_shape, as_json)
+    else:
+        raise fail("give two banks (bank diff A B) or two models (bank diff --model V1 --model V2 "
+                   f"--soc-version S), not {len(banks)} bank(s) and {len(models)} model(s)", code=2)
+    if exit_code and differs:
+        raise typer.Exit(1)
+
+
+def _open(name: str, which: str) -> Bank:
+    if "://" not in name and not Path(name).expanduser().exists():
+        raise fail(f"{which}: no bank at {name}")
+    return open_bank(name)
+
+
+def _diff_banks(a: str, b: str, soc_version: str | None, as_json: bool) -> bool:
+    from bank.diff import diff_policies
+    from bank.store import PolicyFilter
+
+    where = PolicyFilter(soc_version=soc_version)
+    with _open(a, "A") as bank_a, _open(b, "B") as bank_b:
+        found = diff_policies(bank_a.policies(where), bank_b.policies(where))
+        names = {"a": {t.task_id: t.tuning_name for t in bank_a.tasks()},
+                 "b": {t.task_id: t.tuning_name for t in bank_b.tasks()}}
+    if as_json:
+        print_json({"a": a, "b": b, **found.as_json(names)})
+    else:
+        _print_bank_diff(found, a, b, names)
+    return not found.identical
+
+
+def _print_bank_diff(found: BankDiff, a: str, b: str, names: dict[str, dict[str, str | None]]) -> None:
+    def by(policy: Policy, side: str) -> str:
+        return names[side].get(policy.task_id) or policy.task_id
+
+    for side, label, policies in (("a", f"only in A ({a})", found.only_a),
+                                  ("b", f"only in B ({b})", found.only_b)):
+        if policies:
+            typer.echo(f"{label}: {len(policies)}")
+            print_table(["soc_version", "repo_key", "op_type", "best_us", "recorded by", "origin"],
+                        [[p.soc_version, p.repo_key, p.op_type, _us(p.best_us), by(p, side), p.origin]
+                         for p in policies])
+    if found.changed:
+        typer.echo(f"differ: {len(found.changed)}")
+        print_table(["soc_version", "repo_key", "op_type", "what", "A best_us", "B best_us", "faster",
+                     "A recorded by", "B recorded by"],
+                    [[c.a.soc_version, c.a.repo_key, c.a.op_type, c.what, _us(c.a.best_us),
+                      _us(c.b.best_us), c.faster.upper() if c.faster != "equal" else "equal",
+                      f"{by(c.a, 'a')} ({c.a.origin})", f"{by(c.b, 'b')} ({c.b.origin})"]
+                     for c in found.changed])
+    typer.echo(found.total_line())
+
+
+def _diff_models(models: list[Path], soc_version: str, db: str | None, job_type: str,
+                 input_shape: str | None, as_json: bool) -> bool:
+    from bank.location import resolve
+    from tuner.coverage import plan_of
+    from tuner.flow import job_type_of
+    from tuner.model import parse_input_shapes
+    from tuner.versions import diff_models
+
+    kind, shapes = job_type_of(job_type), parse_input_shapes(input_shape)
+    v1, v2 = (plan_of(path, soc_version, shapes, kind) for path in models)
+    if db is None and not resolve(None).exists:  # no bank named and none where it would be
+        found = diff_models(v1, v2)
+    else:
+        with open_bank(db) as bank:
+            found = diff_models(v1, v2, bank, soc_version)
+    if as_json:
+        print_json({"v1": str(models[0]), "v2": str(models[1]), **found.as_json()})
+    else:
+        _print_model_diff(found)
+    return bool(found.new or found.gone)
+
+
+def _print_model_diff(found: ModelDiff) -> None:
+    status = found.bank_status
+    if found.new:
+        typer.echo(f"new in V2: {len(found.new)}")
+        print_table(["repo_key", "op_type", "ops", "bank", "op_names"],
+                    [[g.repo_key, g.op_type, len(g.op_names),
+                      status[g.repo_key].status if status is not None else "-", _names(g.op_names)]
+                     for g in found.new])
+    if found.gone:
+        typer.echo(f"gone from V1: {len(found.gone)}")
+        print_table(["repo_key", "op_type", "ops", "op_names"],
+                    [[g.repo_key, g.op_type, len(g.op_names), _names(g.op_names)] for g in found.gone])
+    if found.changed:
+        typer.echo(f"changed key: {len(found.changed)}")
+        print_table(["op_name", "op_type", "V1 repo_key", "V2 repo_key"],
+                    [[c.op_name, c.op_type, c.v1_key, c.v2_key] for c in found.changed])
+    typer.echo(found.total_line())
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")
+
+
+def _us(value: float) -> Any:
+    return round(value, 3) if value != float("inf") else "-"

@@ -1,0 +1,135 @@
+"""`bank diff` through typer's CliRunner: two banks, and two versions of a model."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bank import Bank
+from bank.diff import diff_policies
+from cli.main import app
+from fixtures.model_versions import dilated
+from tests.conftest import oc
+
+runner = CliRunner()
+MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
+RESNET = MODELS / "resnet50.onnx"
+
+
+def bank_with(path: Path, name: str, outcomes: list[tuple[str, float, dict[str, int] | None]],
+              soc: str = "Ascend310") -> str:
+    with Bank.open(str(path), create=True) as bank:
+        task = bank.start_task(soc, tuning_name=name)
+        bank.record(task, [replace(oc("add", key, after), knowledge=knowledge or {"baseM": 64, "key": key})
+                           for key, after, knowledge in outcomes])
+        bank.finish_task(task)
+    return str(path)
+
+
+@pytest.fixture
+def two_banks(tmp_path: Path) -> tuple[str, str]:
+    a = bank_with(tmp_path / "a.db", "alice", [("1", 50.0, None), ("2", 40.0, None), ("3", 30.0, None),
+                                               ("5", 25.0, None)])
+    b = bank_with(tmp_path / "b.db", "bob", [("2", 40.0, None), ("3", 20.0, {"baseM": 128}),
+                                             ("4", 10.0, None), ("5", 35.0, None)])
+    bank_with(tmp_path / "b.db", "bob-910", [("9", 5.0, None)], soc="Ascend910B2")
+    return a, b
+
+
+def test_two_banks_key_by_key(two_banks: tuple[str, str]) -> None:
+    a, b = two_banks
+    result = runner.invoke(app, ["diff", a, b, "--json"])
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.stdout)
+    assert [e["repo_key"] for e in found["only_a"]] == ["1"]
+    assert sorted(e["repo_key"] for e in found["only_b"]) == ["4", "9"]
+    assert found["same"] == 1  # key 2: recorded apart, same knowledge and time
+    differ = {e["repo_key"]: e for e in found["differ"]}
+    assert set(differ) == {"3", "5"}
+    assert (differ["3"]["what"], differ["3"]["faster"]) == ("policy", "b")
+    assert (differ["5"]["what"], differ["5"]["faster"]) == ("time", "a")
+    assert (differ["3"]["a"]["best_us"], differ["3"]["b"]["best_us"]) == (30.0, 20.0)
+    assert (differ["3"]["a"]["tuning_name"], differ["3"]["b"]["tuning_name"]) == ("alice", "bob")
+    assert differ["3"]["a"]["origin"] != differ["3"]["b"]["origin"]  # two banks, two origins
+    assert found["total"] == ("A 4 keys, B 5: 1 only in A, 2 only in B, 2 differ (1 policy, 1 time "
+                              "only; faster in A 1, in B 1), 1 the same")
+
+
+def test_the_table_and_the_exit_code(two_banks: tuple[str, str]) -> None:
+    a, b = two_banks
+    result = runner.invoke(app, ["diff", a, b, "--soc-version", "Ascend310"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"only in A ({a}): 1" and f"only in B ({b}): 1" in lines
+    assert any(line.split()[:7] == ["Ascend310", "3", "MatMul", "policy", "30", "20", "B"]
+               for line in lines)
+    assert lines[-1].startswith("A 4 keys, B 4: 1 only in A, 1 only in B, 2 differ")
+    assert runner.invoke(app, ["diff", a, b, "--exit-code"]).exit_code == 1
+    assert runner.invoke(app, ["diff", a, a, "--exit-code"]).exit_code == 0
+
+
+def test_a_merged_bank_holds_the_same_policies_as_its_sources_best(two_banks: tuple[str, str],
+                                                                   tmp_path: Path) -> None:
+    a, b = two_banks
+    merged = tmp_path / "merged.db"
+    merged.write_bytes(Path(a).read_bytes())
+    assert runner.invoke(app, ["merge", b, "--db", str(merged)]).exit_code == 0
+    with Bank.open(a) as bank_a, Bank.open(str(merged)) as bank_m:
+        found = diff_policies(bank_a.policies(), bank_m.policies())
+    assert not found.only_a
+    assert sorted(p.repo_key for p in found.only_b) == ["4", "9"]
+    assert [(c.a.repo_key, c.faster) for c in found.changed] == [("3", "b")]  # B's faster entry won
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["{a}"], "give two banks (bank diff A B) or two models"),
+    (["{a}", "{tmp}/nope.db"], "B: no bank at"),
+    (["--model", str(RESNET), "--model", str(RESNET)], "--soc-version: needed to plan the models"),
+    (["{a}", "{a}", "--model", str(RESNET)], "give two banks (bank diff A B) or two models"),
+])
+def test_bad_diffs_are_one_line(two_banks: tuple[str, str], tmp_path: Path, args: list[str],
+                                message: str) -> None:
+    a, _ = two_banks
+    result = runner.invoke(app, ["diff", *(arg.format(a=a, tmp=tmp_path) for arg in args)])
+    assert result.exit_code != 0
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"bank: error: {message}")
+
+
+def test_two_model_versions(tmp_path: Path) -> None:
+    v2 = tmp_path / "resnet50_v2.onnx"
+    dilated(RESNET, v2)
+    args = ["diff", "--model", str(RESNET), "--model", str(v2), "--soc-version", "Ascend310P3", "--json"]
+    alone = runner.invoke(app, args)  # no bank anywhere (the tests' HOME is empty)
+    assert alone.exit_code == 0, alone.output
+    found = json.loads(alone.stdout)
+    assert (found["v1_keys"], found["v2_keys"], found["kept"]) == (57, 57, 50)
+    assert len(found["new"]) == len(found["gone"]) == 7 and found["to_search"] == 7
+    assert len(found["changed"]) == 16 and all(c["op_type"] == "Conv" for c in found["changed"])
+    assert "bank" not in found["new"][0]
+
+    db = tmp_path / "bank.db"
+    tuned = runner.invoke(app, ["tune", str(v2), "--soc-version", "Ascend310P3", "--db", str(db),
+                                "--budget", "8", "--json"])
+    assert tuned.exit_code == 0, tuned.output
+    known = json.loads(runner.invoke(app, [*args, "--db", str(db)]).stdout)
+    assert found["new"] == [{k: v for k, v in g.items() if k not in ("bank", "best_us")}
+                            for g in known["new"]]
+    assert {g["bank"] for g in known["new"]} <= {"known", "no_gain"} and known["to_search"] == 0
+    assert known["total"].endswith("the bank knows 7 of the new keys; a tune of V2 searches 0 keys "
+                                   "(0 operators)")
+    table = runner.invoke(app, [*args[:-1], "--db", str(db)])
+    assert table.stdout.splitlines()[0] == "new in V2: 7" and "changed key: 16" in table.stdout
+
+
+def test_banks_named_by_url(two_banks: tuple[str, str]) -> None:
+    a, b = two_banks
+    by_path = runner.invoke(app, ["diff", a, b, "--json"])
+    by_url = runner.invoke(app, ["diff", f"sqlite:///{a}", f"sqlite:///{b}", "--json"])
+    assert by_url.exit_code == 0, by_url.output
+    assert {k: v for k, v in json.loads(by_url.stdout).items() if k not in ("a", "b")} == \
+        {k: v for k, v in json.loads(by_path.stdout).items() if k not in ("a", "b")}
