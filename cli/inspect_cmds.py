@@ -1,8 +1,9 @@
-"""Commands that read the bank: tasks, summary, query, history, events."""
+"""Commands that read the bank: tasks, summary, query, history, events, report."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -157,3 +158,25 @@ def _print_events(bank: Bank, since: int, as_json: bool) -> None:
           s.event.task_id, s.event.repo_key, s.event.op_name, s.hash[:12]]
          for s in bank.events(since)],
     )
+
+
+@user_errors
+def report(
+    out: Annotated[Path, typer.Option("--out", dir_okay=False, help="The HTML file to write.")],
+    db: DbOption = None,
+    soc_version: SocOption = None,
+) -> None:
+    """Write one self-contained HTML report: per chip, each task's repo_summary, model times and
+    measurements, every key's best time against its default, and the latest policy changes."""
+    from datetime import UTC, datetime
+
+    from bank.atomic import write_text_atomic
+    from bank.formats.html_report import render
+    from bank.report import gather
+
+    with open_bank(db) as bank:
+        found = gather(bank, soc_version)
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    write_text_atomic(out, render(found, stamp))
+    typer.echo(f"Report: {out} ({len(found.chips)} chip(s), "
+               f"{sum(len(c.tasks) for c in found.chips)} task(s), {found.head_seq:,} events)")

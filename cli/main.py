@@ -56,6 +56,7 @@ COMMANDS: dict[str, Callable[..., None]] = {
     "history": inspect_cmds.history, "events": inspect_cmds.events, "verify": audit_cmds.verify,
     "rebuild": audit_cmds.rebuild, "upgrade": audit_cmds.upgrade, "import": exchange_cmds.import_,
     "export": exchange_cmds.export, "merge": exchange_cmds.merge, "diff": diff_cmds.diff,
+    "report": inspect_cmds.report,
 }
 """Every command of ``bank``, by name, in the order ``bank --help`` lists them."""
 
