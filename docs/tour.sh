@@ -18,6 +18,11 @@ show bank history --db tunebank.db --op-name n0
 show bank import fixtures/aoe/aoe_result_opat_20240315_14300512_4713.json --soc-version Ascend910B2 --db tunebank.db
 echo "\$ bank tune fixtures/models/vgg19.onnx --soc-version Ascend910B2 --db colleague.db --progress-bar off > /dev/null"
 bank tune fixtures/models/vgg19.onnx --soc-version Ascend910B2 --db colleague.db --progress-bar off > /dev/null
+echo "\$ bank diff colleague.db tunebank.db | tail -1"
+bank diff colleague.db tunebank.db | tail -1
+echo
 show bank merge colleague.db --db tunebank.db
+show bank tune fixtures/models/resnet50.onnx --soc-version Ascend910B2 --db tunebank.db --job-type subgraph --progress-bar off
 show bank export --format aoe-repo --out banks --db tunebank.db
 show bank verify --head --db tunebank.db
+show bank report --out report.html --db tunebank.db
