@@ -11,6 +11,8 @@ from bank.formats.svg_charts import Series, bars, scatter_loglog
 from bank.report import BankReport, ChipReport
 from bank.tasks import TaskView
 
+NOTHING = "No task to show: the bank holds none (of that chip, with --soc-version)."
+
 MAX_POINTS = 3000
 """The most keys the scatter draws; more are thinned evenly, and the page says so."""
 
@@ -58,7 +60,7 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 
 def render(report: BankReport, generated_at: str) -> str:
     """The report page."""
-    chips = "".join(_chip(chip) for chip in report.chips) or "<p>The bank holds no task yet.</p>"
+    chips = "".join(_chip(chip) for chip in report.chips) or f"<p>{NOTHING}</p>"
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>tunebank report: bank {escape(report.bank_id)}</title><style>{STYLE}</style></head><body>"

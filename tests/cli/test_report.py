@@ -76,7 +76,7 @@ def test_a_bank_without_tasks_says_so(tmp_path: Path) -> None:
     assert runner.invoke(app, ["init", "--db", db]).exit_code == 0
     out = tmp_path / "empty.html"
     assert runner.invoke(app, ["report", "--out", str(out), "--db", db]).exit_code == 0
-    assert "The bank holds no task yet." in out.read_text(encoding="utf-8")
+    assert "No task to show" in out.read_text(encoding="utf-8")
 
 
 def test_a_missing_bank_writes_no_report(tmp_path: Path) -> None:
