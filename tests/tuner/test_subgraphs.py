@@ -116,6 +116,13 @@ def test_a_subgraph_tune_records_reuses_and_round_trips_its_result_file(
                    if e.event.kind == "add")
         assert bank.verify().ok
 
+    plan = runner.invoke(app, ["plan", str(SQUEEZENET), "--soc-version", SOC, "--db", str(db),
+                               "--job-type", "subgraph"])
+    assert plan.exit_code == 0, plan.output  # every key: a policy, or searched without gain
+    assert plan.stdout.splitlines()[-1] == "18 keys: 18 known to the bank, 0 to tune (0 subgraphs)"
+    operators = runner.invoke(app, ["plan", str(SQUEEZENET), "--soc-version", SOC, "--db", str(db)])
+    assert operators.stdout.splitlines()[-1] == "38 keys: 0 known to the bank, 38 to tune (66 operators)"
+
     again = tune(db, SQUEEZENET, "--budget", "32")
     assert again["measurements"] == 0
     assert again["repo_summary"] == {**summary, "repo_add_num": 0, "repo_hit_num": summary["repo_add_num"],
