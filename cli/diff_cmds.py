@@ -37,23 +37,28 @@ def diff(
     """Compare two banks (A B: keys only in one, keys whose policy or time differs, and who
     recorded each) or two versions of a model (--model twice: keys kept, gone and new, and what
     the bank knows of the new ones)."""
+    from bank.errors import BankError
+
     banks, models = banks or [], model or []
-    if len(banks) == 2 and not models:
-        differs = _diff_banks(banks[0], banks[1], soc_version, as_json)
-    elif len(models) == 2 and not banks:
-        if soc_version is None:
-            raise fail("--soc-version: needed to plan the models (see `bank socs`)", code=2)
-        differs = _diff_models(models, soc_version, db, job_type, input_shape, as_json)
-    else:
-        raise fail("give two banks (bank diff A B) or two models (bank diff --model V1 --model V2 "
-                   f"--soc-version S), not {len(banks)} bank(s) and {len(models)} model(s)", code=2)
+    try:  # as diff(1) has it: 0 the same, 1 different (with --exit-code), 2 trouble
+        if len(banks) == 2 and not models:
+            differs = _diff_banks(banks[0], banks[1], soc_version, as_json)
+        elif len(models) == 2 and not banks:
+            if soc_version is None:
+                raise fail("--soc-version: needed to plan the models (see `bank socs`)", code=2)
+            differs = _diff_models(models, soc_version, db, job_type, input_shape, as_json)
+        else:
+            raise fail("give two banks (bank diff A B) or two models (bank diff --model V1 --model V2 "
+                       f"--soc-version S), not {len(banks)} bank(s) and {len(models)} model(s)", code=2)
+    except BankError as exc:
+        raise fail(str(exc), code=2) from None
     if exit_code and differs:
         raise typer.Exit(1)
 
 
 def _open(name: str, which: str) -> Bank:
     if "://" not in name and not Path(name).expanduser().exists():
-        raise fail(f"{which}: no bank at {name}")
+        raise fail(f"{which}: no bank at {name}", code=2)
     return open_bank(name)
 
 

@@ -90,12 +90,14 @@ def test_a_merged_bank_holds_the_same_policies_as_its_sources_best(two_banks: tu
     (["{a}", "{tmp}/nope.db"], "B: no bank at"),
     (["--model", str(RESNET), "--model", str(RESNET)], "--soc-version: needed to plan the models"),
     (["{a}", "{a}", "--model", str(RESNET)], "give two banks (bank diff A B) or two models"),
+    (["--model", str(RESNET), "--model", str(RESNET), "--soc-version", "Ascend999"],
+     "--soc-version: unknown soc_version 'Ascend999'"),
 ])
 def test_bad_diffs_are_one_line(two_banks: tuple[str, str], tmp_path: Path, args: list[str],
                                 message: str) -> None:
     a, _ = two_banks
-    result = runner.invoke(app, ["diff", *(arg.format(a=a, tmp=tmp_path) for arg in args)])
-    assert result.exit_code != 0
+    result = runner.invoke(app, ["diff", *(arg.format(a=a, tmp=tmp_path) for arg in args), "--exit-code"])
+    assert result.exit_code == 2  # never 1, which --exit-code gives a difference
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"bank: error: {message}")
 
