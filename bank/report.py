@@ -69,8 +69,8 @@ class BankReport:
 
 
 def gather(bank: Bank, soc_version: str | None = None, trail: int = TRAIL) -> BankReport:
-    """Read what the report needs: the tasks and policies (two queries) and one streamed pass
-    over the log for measurements, default times and the latest changes."""
+    """Read what the report needs: the tasks and the policies' times (two queries) and one
+    streamed pass over the log for measurements, default times and the latest changes."""
     chips: dict[str, ChipReport] = {}
 
     def chip(soc: str) -> ChipReport:
@@ -98,11 +98,8 @@ def gather(bank: Bank, soc_version: str | None = None, trail: int = TRAIL) -> Ba
             before[key] = first
         if event.kind in (EventKind.ADD, EventKind.UPDATE):
             recent.setdefault(event.soc_version, deque(maxlen=trail)).append(_change(stored))
-    for policy in bank.policies():
-        if soc_version in (None, policy.soc_version):
-            chip(policy.soc_version).keys.append(KeyTimes(
-                policy.repo_key, policy.op_type, before.get((policy.soc_version, policy.repo_key)),
-                _time(policy.best_us)))
+    for soc, repo_key, op_type, best_us in bank.store.policy_times(soc_version):
+        chip(soc).keys.append(KeyTimes(repo_key, op_type, before.get((soc, repo_key)), _time(best_us)))
     for soc, changes in recent.items():
         chip(soc).changes = list(reversed(changes))
     for each in chips.values():  # an imported task keeps the time it started on its own machine

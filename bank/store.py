@@ -430,6 +430,20 @@ class EventStore:
             rows = conn.exec_driver_sql(statement, tuple(getattr(where, name) for name in names))
             return [values_to_policy(tuple(row)) for row in rows]
 
+    def policy_times(self, soc_version: str | None = None) -> Iterator[tuple[str, str, str | None, float]]:
+        """(soc_version, repo_key, op_type, best_us) of every current policy, streamed, nothing
+        decoded: what a report of a large bank needs, without building a Policy per key (their
+        decoded info_dicts took 927 MB for the 185,340 keys of a 1,000,000-event bank)."""
+        with self._session() as session:
+            conn = session.connection()
+            ph = sql.mark(conn.dialect.paramstyle)
+            where = f" WHERE soc_version = {ph}" if soc_version is not None else ""
+            rows = conn.exec_driver_sql(
+                f"SELECT soc_version, repo_key, op_type, best_us FROM policy{where}",
+                (soc_version,) if soc_version is not None else ())
+            for soc, key, op_type, best_us in rows:
+                yield soc, key, op_type, float(best_us)
+
     def policies_for_keys(self, soc_version: str, repo_keys: Sequence[str]) -> list[Policy]:
         """Every stored policy of ``soc_version`` whose repo_key is in ``repo_keys``."""
         return [values_to_policy(row) for row in self.policy_rows_for_keys(soc_version, repo_keys)]

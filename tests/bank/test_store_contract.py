@@ -125,6 +125,14 @@ class TestProjections:
         best = bank.policies()[0]
         assert (best.best_us, best.task_id) == (30.0, task)
 
+    def test_policy_times_stream_what_the_policies_hold(self, bank: Bank) -> None:
+        finished_task(bank, [oc("add", str(k), after=10.0 + k) for k in range(5)])
+        task = bank.start_task("Ascend910B2", tuning_name="other chip")
+        bank.record(task, [oc("add", "7", after=3.5)])
+        every = {(p.soc_version, p.repo_key, p.op_type, p.best_us) for p in bank.policies()}
+        assert set(bank.store.policy_times()) == every and len(every) == 6
+        assert list(bank.store.policy_times("Ascend910B2")) == [("Ascend910B2", "7", "MatMul", 3.5)]
+
     def test_lookup_many_keys_checks_info_dict(self, bank: Bank) -> None:
         finished_task(bank, [oc("add", str(k)) for k in range(700)])
         asked = [(str(k), info(str(k))) for k in range(0, 800, 3)]
