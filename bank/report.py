@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bank.events import OUTCOME_KINDS, EventKind, StoredEvent
+from bank.events import GENESIS_HASH, OUTCOME_KINDS, EventKind, StoredEvent
 from bank.tasks import TaskView
 
 if TYPE_CHECKING:
@@ -81,9 +81,9 @@ def gather(bank: Bank, soc_version: str | None = None, trail: int = TRAIL) -> Ba
             chip(task.soc_version).tasks.append(task)
     before: dict[tuple[str, str], float] = {}
     recent: dict[str, deque[Change]] = {}
-    head = 0
+    head, link = 0, GENESIS_HASH
     for stored in bank.events():
-        head = stored.seq
+        head, link = stored.seq, stored.hash  # the report shows the log up to this link
         event = stored.event
         if event.kind not in OUTCOME_KINDS or soc_version not in (None, event.soc_version):
             continue
@@ -104,8 +104,7 @@ def gather(bank: Bank, soc_version: str | None = None, trail: int = TRAIL) -> Ba
         chip(soc).changes = list(reversed(changes))
     for each in chips.values():  # an imported task keeps the time it started on its own machine
         each.tasks.sort(key=lambda t: (t.started_at, t.first_seq))
-    seq, link = bank.store.head()
-    return BankReport(bank.bank_id, seq or head, link, tuple(chips[s] for s in sorted(chips)))
+    return BankReport(bank.bank_id, head, link, tuple(chips[s] for s in sorted(chips)))
 
 
 def _change(stored: StoredEvent) -> Change:

@@ -39,6 +39,14 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return out, db
 
 
+def test_the_page_says_which_log_it_shows(report: tuple[Path, str]) -> None:
+    from bank import Bank
+
+    with Bank.open(report[1]) as bank:
+        seq, link = bank.store.head()
+    assert f"{seq:,} events, head {link[:16]}..." in report[0].read_text(encoding="utf-8")
+
+
 def test_the_page_stands_alone(report: tuple[Path, str]) -> None:
     page = report[0].read_text(encoding="utf-8")
     assert page.startswith("<!DOCTYPE html>")
