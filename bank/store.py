@@ -430,6 +430,11 @@ class EventStore:
             rows = conn.exec_driver_sql(statement, tuple(getattr(where, name) for name in names))
             return [values_to_policy(tuple(row)) for row in rows]
 
+    def policy_count(self) -> int:
+        """How many policies the projection holds, counted by the database."""
+        with self._session() as session:
+            return int(session.connection().exec_driver_sql("SELECT COUNT(*) FROM policy").scalar_one())
+
     def policy_times(self, soc_version: str | None = None) -> Iterator[tuple[str, str, str | None, float]]:
         """(soc_version, repo_key, op_type, best_us) of every current policy, streamed, nothing
         decoded: what a report of a large bank needs, without building a Policy per key (their

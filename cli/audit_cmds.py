@@ -56,7 +56,8 @@ def rebuild(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Throw the projections away and derive them again from the log."""
     with open_bank(db) as bank:
         head = bank.rebuild()
-        counts = {"events": head, "tasks": len(bank.tasks()), "policies": len(bank.policies())}
+        # counted, not built: a Policy per key took 927 MB for a 1,000,000-event bank's 185,340
+        counts = {"events": head, "tasks": len(bank.tasks()), "policies": bank.store.policy_count()}
     if as_json:
         print_json(counts)
     else:

@@ -130,7 +130,7 @@ class TestProjections:
         task = bank.start_task("Ascend910B2", tuning_name="other chip")
         bank.record(task, [oc("add", "7", after=3.5)])
         every = {(p.soc_version, p.repo_key, p.op_type, p.best_us) for p in bank.policies()}
-        assert set(bank.store.policy_times()) == every and len(every) == 6
+        assert set(bank.store.policy_times()) == every and len(every) == 6 == bank.store.policy_count()
         assert list(bank.store.policy_times("Ascend910B2")) == [("Ascend910B2", "7", "MatMul", 3.5)]
 
     def test_lookup_many_keys_checks_info_dict(self, bank: Bank) -> None:
