@@ -7,6 +7,7 @@ fit the chip's buffers (so an infeasible candidate is never "measured" as a real
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -203,9 +204,9 @@ class CostModel:
     # -- subgraphs: fusion of the element-wise steps after an anchor --------------------------
 
     def default_us(self, work: MatmulWork | ConvWork | VectorWork) -> float:
-        """An operator's time as a kernel of its own, at the compiler's default schedule."""
-        space = space_for(work, self.soc)
-        return float(self.evaluate(work, space, np.array([space.default]))[0])
+        """An operator's time as a kernel of its own, at the compiler's default schedule
+        (computed once per chip and workload: a subgraph's search asks it every batch)."""
+        return _default_us(self, work)
 
     def _subgraph(self, w: SubgraphWork, k: dict[str, np.ndarray]) -> Array:
         soc = self.soc
@@ -231,3 +232,9 @@ class CostModel:
                                anchor_side + fused_us)
         latency = np.where(depth > 0, with_anchor, anchor_us) + left
         return np.where(feasible | (depth == 0), latency, np.inf)
+
+
+@functools.lru_cache(maxsize=4096)
+def _default_us(cost: CostModel, work: MatmulWork | ConvWork | VectorWork) -> float:
+    space = space_for(work, cost.soc)
+    return float(cost.evaluate(work, space, np.array([space.default]))[0])
