@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 Resolver = Callable[[str], tuple[str, dict[str, Any], str] | None]
 """op name -> (repo_key, info_dict, op_type) from a model, or None if the model lacks it."""
 
-EPOCH = "1970-01-01T00:00:00.000000Z"  # for files whose name carries no time
+EPOCH = "1970-01-01T00:00:00.000000Z"
+"""The time of a report whose content carries none (older OPAT and SGAT files): the file's name
+is never read for it, so a renamed copy gives the same events."""
 
 
 def name_key(op_type: str | None, op_name: str | None) -> tuple[str, dict[str, Any]]:
@@ -80,7 +82,7 @@ def report_events(report: ImportedReport, source: ImportSource,
     events = [event(EventKind.TASK_STARTED, {
         "tuning_name": report.tuning_name, "job_type": report.job_type,
         "model_name": source.model_name, "model_hash": source.model_hash,
-        "source_file": report.file.name, "source_report": report.report_id,
+        "source_report": report.report_id,
         "result_format": report.result_format})]
     unresolved = 0
     used: set[str] = set()
@@ -274,8 +276,12 @@ def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
             info.head = {"bank_id": read.bank_id, "seq": read.head_seq, "hash": read.head_hash,
                          "anchored": prepared.expect_head is not None}
     else:
-        result = bank.append(prepared.events)
-        appended, skipped = len(result.appended), len(result.skipped)
+        # a report whose task the bank holds is skipped whole: its id comes from the report's
+        # content, so that content is already here, even if an older tunebank dated it otherwise
+        fresh = [event for event in prepared.events if event.task_id not in present]
+        result = bank.append(fresh)
+        appended = len(result.appended)
+        skipped = len(result.skipped) + len(prepared.events) - len(fresh)
     for info in prepared.files:  # counted afresh each time: a retried import reports alike
         info.tasks_present = sum(1 for task in info.task_ids if task in present)
         info.tasks = len(info.task_ids) - info.tasks_present
@@ -330,8 +336,8 @@ def _tree_task(root: Path, entries: Sequence[RepoEntry], source: ImportSource,
                      payload={k: v for k, v in payload.items() if v is not None},
                      repo_key=key, op_type=op_type)
 
-    events = [event(EventKind.TASK_STARTED, {"tuning_name": f"import of {root.name}",
-                                             "job_type": "repo-import", "source_file": root.name})]
+    events = [event(EventKind.TASK_STARTED, {"tuning_name": "import of an AOE bank tree",
+                                             "job_type": "repo-import"})]
     seen: set[str] = set()
     for entry in entries:
         times = entry.times or {}

@@ -140,5 +140,8 @@ def _cell(value: Any) -> str:
 
 
 def short_time(stamp: str | None) -> str:
-    """A log time shown to people: date and time to the second."""
-    return "-" if not stamp else stamp[:19].replace("T", " ")
+    """A log time shown to people: date and time to the second; ``-`` where the log does not
+    know it (an imported report whose content carries no time is dated 1970-01-01)."""
+    if not stamp or stamp.startswith("1970-01-01T00:00:00.000000"):
+        return "-"
+    return stamp[:19].replace("T", " ")

@@ -71,17 +71,18 @@ def load_result_file(path: Path) -> list[ImportedReport]:
             the file and the place.
     """
     data = read_json_file(path, ImportFormatError)
-    stamp = _stamp_from(path.name)
     if isinstance(data, dict) and data and all(k.startswith("report_") for k in data):
-        return [_report(path, key, parts, _stamp_from(key) or stamp) for key, parts in data.items()]
-    if isinstance(data, list):
-        return [_report(path, None, data, stamp)]
+        return [_report(path, key, parts, _stamp_from(key)) for key, parts in data.items()]
+    if isinstance(data, list):  # the older layouts carry no time in their content
+        return [_report(path, None, data, None)]
     raise ImportFormatError(f"{path}: not an AOE result file (expected a list of sections or "
                             "an object of report_* entries)")
 
 
 def _stamp_from(text: str) -> str | None:
-    """The time in an AOE name (``..._20240131123045123_...`` or ``20240131_12304512``), as UTC."""
+    """The time in an AOE report id (``report_20240131123045123_...`` or
+    ``report_20240131_12304512_...``), as UTC. Only the file's content is read for a report's
+    time, never its name: the same report under any file name is the same history."""
     match = re.search(r"(\d{8})_?(\d{6})(\d{0,3})", text)
     if not match:
         return None

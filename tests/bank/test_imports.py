@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import pytest
 from bank import Bank, BankError
 from bank.exports import task_result
 from bank.formats.aoe_results import load_result_file
-from bank.imports import import_paths
+from bank.imports import ImportSource, import_paths, task_id_of
 from fixtures.make_aoe_files import FILES, write
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "aoe"
@@ -37,9 +38,12 @@ def test_every_report_becomes_a_task_with_the_files_summary(bank: Bank) -> None:
     assert len(tasks) == len(reports) == 6
     by_name = {(t.tuning_name, t.status) for t in tasks}
     assert ("bert_tune_2", "failed") in by_name and ("bert_tune_3", "incomplete") in by_name
+    by_id = {t.task_id: t for t in tasks}
     for report in reports.values():
-        (task,) = [t for t in tasks if t.tuning_name == report.tuning_name
-                   and t.started_at.startswith((report.recorded_at or "")[:19])]
+        source = ImportSource(hashlib.sha256(report.file.read_bytes()).hexdigest(), "Ascend310")
+        task = by_id[task_id_of(report, source)]
+        assert task.tuning_name == report.tuning_name
+        assert task.started_at.startswith((report.recorded_at or "1970-01-01")[:19])
         assert task.repo_summary() == report.summary
         assert list(task.failed_operators) == report.failed_operators
     assert bank.verify().ok
