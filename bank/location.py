@@ -10,6 +10,9 @@ from pathlib import Path
 from bank.errors import BankLocationError
 
 BANK_FILE = "bank.db"
+MADE_FOLDERS = frozenset({"ASCEND_CACHE_PATH", "the AOE default folder"})
+"""The sources whose bank folder is made when missing: AOE's own defaults, as AOE makes them.
+AOE itself stops when TUNE_BANK_PATH names no folder, and so does tunebank."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,9 @@ def writable(path: Path) -> bool:
 
 
 def prepare_for_write(location: BankLocation) -> None:
-    """Make the bank's folder if needed and check the bank can be written there.
+    """Make the bank's folder if it is AOE's own (see :data:`MADE_FOLDERS`) and check the bank
+    can be written there. A folder a user named (--db, TUNEBANK_DB, TUNE_BANK_PATH) must exist:
+    a typo there is a mistake to report, not a path to create.
 
     Raises:
         BankLocationError: the folder cannot be created, or the folder or file is not writable.
@@ -105,6 +110,9 @@ def prepare_for_write(location: BankLocation) -> None:
     folder = location.path.parent
     if location.path.is_dir():
         raise BankLocationError(f"bank file {location.path}: is a folder")
+    if not folder.is_dir() and location.source not in MADE_FOLDERS:
+        raise BankLocationError(f"bank folder {folder} (from {location.source}) does not exist; a "
+                                "bank is made only in a folder that does (create it first)")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

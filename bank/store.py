@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import logging
 import random
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -221,7 +222,11 @@ class EventStore:
         """Create the tables, the append-only triggers, the checkpoint and the bank's id, unless
         the database already holds a bank; return whether it was created."""
         if not self.read_only:
-            use_wal(self.engine)
+            try:
+                use_wal(self.engine)
+            except (DBAPIError, sqlite3.Error) as exc:  # a file that is not a database
+                reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+                raise StoreError(f"database {self.where}: {reason}") from exc
 
         def work(session: Session) -> bool:
             conn = session.connection()

@@ -15,6 +15,7 @@ from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
 from bank import Bank, EventKind, Outcome
+from tests import hostile
 from tests.postgres import Cluster, no_server_message, server_bin
 from tests.repo_guard import RepoSnapshot
 
@@ -39,6 +40,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in CALLER_ENV:
         if name in os.environ:
             _CALLERS[name] = os.environ.pop(name)
+    if "fuzz" in (config.option.markexpr or ""):  # the opt-in long fuzz: `pytest -m fuzz`
+        hostile.FUZZ_SCALE = 20
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

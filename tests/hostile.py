@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
@@ -25,10 +26,32 @@ from cli.main import app
 
 runner = CliRunner()
 
+FUZZ_SCALE = 1
+"""How many times the default examples each fuzz test runs: 20 under ``pytest -m fuzz`` (set by
+tests/conftest.py), 1 in the default run."""
+DEEP = "\x00deep\x00"
+"""Stands for a list nested 1,000 deep, spliced into the text after encoding (json.dumps itself
+cannot write one)."""
+
+
+def fuzz(examples: int) -> settings:
+    """Fuzzing settings: no deadline (a run starts the CLI), ``examples`` inputs per test (times
+    :data:`FUZZ_SCALE`)."""
+    return settings(deadline=None, suppress_health_check=[HealthCheck.too_slow],
+                    max_examples=examples * FUZZ_SCALE)
+
+
+def dumps(value: Any) -> bytes:
+    """``value`` as JSON text, with every :data:`DEEP` string a list nested 1,000 deep."""
+    text = json.dumps(value, allow_nan=True)
+    return text.replace(json.dumps(DEEP), "[" * 1000 + "]" * 1000).encode()
+
+
 HOSTILE_VALUES = st.one_of(
     st.none(), st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
-    st.sampled_from([10**30, -1, 0, 1e308, 5e-324, 2**63, -(2**63) - 1]),
+    st.sampled_from([10**30, -1, 0, 1e308, 5e-324, 2**63, -(2**63) - 1, 10**400, -(10**400)]),
+    st.sampled_from([DEEP, "\ud800", "op\udfff", "\udc80\ud800", "\ud83d\ude00"]),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=12),
     st.sampled_from(["NaN", "35.35%", "-1%", "", "tuning successful", "add", "update", "1e999"]),
@@ -108,7 +131,7 @@ def mutated_text(draw: st.DrawFn, text: str) -> bytes:
     """A JSON text mutated as a value, truncated, or with bytes overwritten."""
     how = draw(st.sampled_from(["json", "json", "truncate", "bytes"]))
     if how == "json":
-        return json.dumps(draw(mutated_json(json.loads(text))), allow_nan=True).encode()
+        return dumps(draw(mutated_json(json.loads(text))))
     data = text.encode()
     if how == "truncate":
         return data[:draw(st.integers(0, max(len(data) - 1, 0)))]

@@ -94,6 +94,11 @@ def load_model(path: Path, input_shapes: Mapping[str, Sequence[int]] | None = No
         raise ModelError(f"{path}: cannot read the model ({exc.strerror})") from exc
     except Exception as exc:  # onnx raises DecodeError and friends for a corrupt file
         raise ModelError(f"{path}: not an ONNX model ({type(exc).__name__})") from exc
+    if not data:
+        raise ModelError(f"{path}: is empty (0 bytes), not an ONNX model")
+    if not proto.graph.node:
+        raise ModelError(f"{path}: the model's graph has no operators; there is nothing to tune")
+    _check_names(proto, path)
     _fix_inputs(proto, path, dict(input_shapes or {}))
     try:
         inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=True, data_prop=True)
@@ -104,6 +109,26 @@ def load_model(path: Path, input_shapes: Mapping[str, Sequence[int]] | None = No
     name = proto.graph.name or path.stem
     return Model(name=name, path=path,
                  sha256=hashlib.sha256(data).hexdigest(), operators=operators, proto=inferred)
+
+
+def _check_names(proto: Any, path: Path) -> None:
+    """Refuse a model whose names are not UTF-8 text: protobuf hands such a string field over as
+    bytes, which no key, message or bank column can hold."""
+    graph = proto.graph
+    named = [("graph", graph.name)]
+    for kind, values in (("input", graph.input), ("output", graph.output),
+                         ("value_info", graph.value_info), ("initializer", graph.initializer)):
+        named += [(f"a graph {kind}", value.name) for value in values]
+    for index, node in enumerate(graph.node):
+        where = f"node {index}"
+        named += [(f"{where}'s name", node.name), (f"{where}'s op_type", node.op_type),
+                  (f"{where}'s domain", node.domain)]
+        named += [(f"an input of {where}", name) for name in node.input]
+        named += [(f"an output of {where}", name) for name in node.output]
+        named += [(f"an attribute name of {where}", attr.name) for attr in node.attribute]
+    for what, value in named:
+        if not isinstance(value, str):
+            raise ModelError(f"{path}: {what} is not valid UTF-8 text ({bytes(value)[:40]!r})")
 
 
 def _fix_inputs(proto: Any, path: Path, shapes: dict[str, tuple[int, ...]] | dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bank.errors import BankError
-from bank.formats.jsontext import read_json_file
+from bank.formats.jsontext import read_json_file, shown
 
 SUMMARY_FIELDS = ("repo_add_num", "repo_hit_num", "repo_reserved_num", "repo_unsatisfied_num",
                   "repo_update_num", "total_num")
@@ -125,15 +125,19 @@ def _report(path: Path, report_id: str | None, parts: Any, stamp: str | None) ->
 
 
 def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
-            or value < 0:
-        raise ImportFormatError(f"{where}: must be a non-negative number, not {value!r}")
-    return float(value)
+    try:
+        number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+            else math.nan
+    except OverflowError:  # an integer of hundreds of digits
+        number = math.inf
+    if not math.isfinite(number) or number < 0:
+        raise ImportFormatError(f"{where}: must be a non-negative number, not {shown(value)}")
+    return number
 
 
 def _percent(value: Any, where: str) -> float:
     if not isinstance(value, str) or not re.fullmatch(r"-?\d+(\.\d+)?%", value.strip()):
-        raise ImportFormatError(f"{where}: must be a percentage like \"35.35%\", not {value!r}")
+        raise ImportFormatError(f"{where}: must be a percentage like \"35.35%\", not {shown(value)}")
     return float(value.strip().rstrip("%"))
 
 
@@ -177,7 +181,7 @@ def _status(value: Any, where: str, time_s: Any) -> str:
     if value is None:
         return "incomplete" if time_s is None else "successful"
     if value not in STATUS:
-        raise ImportFormatError(f"{where}: unknown tuning result {value!r} "
+        raise ImportFormatError(f"{where}: unknown tuning result {shown(value)} "
                                 f"(expected one of {', '.join(sorted(STATUS))})")
     return STATUS[value]
 
@@ -208,11 +212,14 @@ def _op(entry: Any, where: str, kind: str, scale: float, mode: str | None = None
     _check_improvement(entry.get("performance_improvement"), before, after, where)
     name = entry.get("op_name")
     op_type = entry.get("op_type")
-    if isinstance(op_type, list):
-        op_type = "+".join(str(t) for t in op_type)
+    if isinstance(op_type, list) and all(isinstance(t, str) for t in op_type):
+        op_type = "+".join(op_type)  # AOE lists the types of a fused operator
+    elif op_type is not None and not isinstance(op_type, str):
+        raise ImportFormatError(f"{where}.op_type: must be a string or a list of strings, not "
+                                f"{shown(op_type)}")
     key = entry.get("repo_key")
     if scale != 1 and (not isinstance(key, str | int) or not str(key).isdigit()):
-        raise ImportFormatError(f"{where}.repo_key: must be a decimal key, not {key!r}")
+        raise ImportFormatError(f"{where}.repo_key: must be a decimal key, not {shown(key)}")
     if scale == 1 and (not isinstance(name, str) or not name):
         raise ImportFormatError(f"{where}.op_name: must be a non-empty string")
     return ImportedOp(kind, name, op_type if isinstance(op_type, str) else None,
@@ -262,12 +269,12 @@ def _v2_op(entry: Any, where: str) -> ImportedOp:
     found = []
     for mode, perf in entry["tune_performance"].items():
         if mode not in MODES:
-            raise ImportFormatError(f"{where}.tune_performance: unknown mode {mode!r} "
+            raise ImportFormatError(f"{where}.tune_performance: unknown mode {shown(mode)} "
                                     f"(expected {', '.join(MODES)})")
         kind = perf.get("update_mode") if isinstance(perf, dict) else None
         if kind not in ("add", "update"):
             raise ImportFormatError(f"{where}.tune_performance.{mode}.update_mode: must be add or "
-                                    f"update, not {kind!r}")
+                                    f"update, not {shown(kind)}")
         op = _op({**perf, "op_name": entry.get("op_name"), "op_type": entry.get("op_type")},
                  f"{where}.tune_performance.{mode}", kind, 1.0, mode)
         found.append(op)

@@ -9,12 +9,14 @@ readers that take numbers reject them.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from bank.canonical import parse_json as fast_parse
 from bank.errors import BankError
 
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 MAX_BYTES = 512 * 1024 * 1024
 """The largest JSON input read (a real result file or bank tree is a few MB at most)."""
 
@@ -64,7 +66,7 @@ def parse_json(data: bytes | str, where: str, error: type[BankError]) -> Any:
         except UnicodeDecodeError as exc:
             raise error(f"{where}: not UTF-8 text (bad byte at offset {exc.start})") from None
     try:
-        return fast_parse(data)
+        value = fast_parse(data)
     except json.JSONDecodeError as exc:
         raise error(f"{where}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
     except RecursionError:
@@ -72,3 +74,34 @@ def parse_json(data: bytes | str, where: str, error: type[BankError]) -> Any:
     except ValueError as exc:  # e.g. an integer of more digits than Python converts
         reason = str(exc).split(";")[0].splitlines()[0]
         raise error(f"{where}: not valid JSON ({reason})") from None
+    if _SURROGATE.search(data):
+        _refuse_lone_surrogates(value, data, where, error)
+    return value
+
+
+def _refuse_lone_surrogates(value: Any, text: str, where: str, error: type[BankError]) -> None:
+    """A ``\\udXXX`` escape that is not half of a pair decodes to a lone surrogate, which no
+    Unicode text holds: it cannot be hashed, stored or printed, so the file is refused."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except RecursionError:
+        raise error(f"{where}: not valid JSON (nested too deeply)") from None
+    except UnicodeEncodeError:
+        match = _SURROGATE.search(text)
+        line = text.count("\n", 0, match.start() if match else 0) + 1
+        raise error(f"{where}: not valid JSON text (line {line}: a lone surrogate escape such as "
+                    "\\ud800, which no Unicode text holds)") from None
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    """A short rendering of a value read from a file, for an error message: a list or an object
+    by its kind (one nested a thousand deep has no safe repr), a huge integer by its length, any
+    other value as its repr cut to ``limit`` characters."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

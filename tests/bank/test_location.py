@@ -55,7 +55,19 @@ def test_folder_that_cannot_be_made(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     with pytest.raises(BankLocationError, match="cannot be created"):
-        Bank.open(str(blocker / "sub" / "bank.db"), create=True)
+        Bank.open(create=True, env={"ASCEND_CACHE_PATH": str(blocker / "sub")})
+
+
+@pytest.mark.parametrize("source", ["--db", "TUNEBANK_DB", "TUNE_BANK_PATH"])
+def test_a_folder_a_user_named_is_never_made(source: str, tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such"
+    db = str(missing / "x.db") if source == "--db" else None
+    env = {"TUNEBANK_DB": str(missing / "x.db")} if source == "TUNEBANK_DB" else \
+        {"TUNE_BANK_PATH": str(missing)}
+    with pytest.raises(BankLocationError, match=f"bank folder {missing} \\(from {source}\\) does "
+                                                "not exist"):
+        Bank.open(db, create=True, env=env)
+    assert not (tmp_path / "no").exists()
 
 
 def test_file_that_is_not_a_bank(tmp_path: Path) -> None:

@@ -75,6 +75,10 @@ def test_every_command_is_documented(command: str) -> None:
 
 def test_init_creates_and_reports(tmp_path: Path) -> None:
     db = str(tmp_path / "new" / "bank.db")
+    result = runner.invoke(app, ["init", "--db", db])
+    assert result.exit_code == 1 and "does not exist" in result.stderr
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "new").mkdir()
     out = ok("init", "--db", db)
     assert "0 events" in out
     assert Path(db).exists()

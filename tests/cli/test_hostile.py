@@ -17,7 +17,7 @@ from pathlib import Path
 import onnx
 import pytest
 from freezegun import freeze_time
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
@@ -27,7 +27,9 @@ from bank.imports import import_paths
 from cli.main import app
 from fixtures.demo_bank import build
 from tests.hostile import (
+    dumps,
     fresh_copy,
+    fuzz,
     mutated_json,
     mutated_lines,
     mutated_text,
@@ -39,11 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 AOE = ROOT / "fixtures" / "aoe"
 SQUEEZENET = ROOT / "fixtures" / "models" / "squeezenet.onnx"
 CHIP = ["--soc-version", "Ascend310"]
-def fuzz(examples: int) -> settings:
-    """Fuzzing settings: no deadline (a run starts the CLI), ``examples`` inputs per test."""
-    return settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=examples)
-
-
+pytestmark = pytest.mark.fuzz  # `pytest -m fuzz` runs these alone, with 20 times the examples
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("hostile")
@@ -121,6 +119,40 @@ def test_hostile_times(literal: str, message: str, base_bank: Path, scratch: Pat
     assert result.exit_code == 1 and message in result.stderr
 
 
+DEEP = "[" * 1000 + "]" * 1000
+V1_FILE = "aoe_result_opat_20240315143005123_4711.json"
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ('"tuning_time(s)": 1827', '"tuning_time(s)": ' + "9" * 400,
+     "basic.tuning_time(s): must be a non-negative number, not an integer of about 401 digits"),
+    ('"op_type": "stridedsliced"', '"op_type": ' + DEEP,
+     "op_type: must be a string or a list of strings, not a list"),
+    ('"performance_improvement": "35.35%"', '"performance_improvement": ' + DEEP,
+     "performance_improvement: must be a percentage like \"35.35%\", not a list"),
+    ('"op_type": "stridedsliced"', '"op_type": "\\ud800"',
+     "a lone surrogate escape such as \\ud800"),
+    ('"op_name": "strided_slice_10"', '"op_name": "\\udfff\\ud800"', "a lone surrogate escape"),
+])
+def test_what_once_printed_a_traceback(old: str, new: str, message: str, base_bank: Path,
+                                       scratch: Path) -> None:
+    text = (AOE / V1_FILE).read_text(encoding="utf-8")
+    assert old in text
+    bank = fresh_copy(base_bank, scratch)
+    path = _write(bank.parent, V1_FILE, text.replace(old, new, 1).encode())
+    result = refused_or_sound(["import", str(path), *CHIP, "--db", str(bank)], bank)
+    assert result.exit_code == 1 and message in result.stderr, result.stderr
+
+
+def test_an_escaped_surrogate_pair_is_text_and_imports(base_bank: Path, scratch: Path) -> None:
+    text = (AOE / V1_FILE).read_text(encoding="utf-8")
+    bank = fresh_copy(base_bank, scratch)
+    path = _write(bank.parent, "emoji.json", text.replace(
+        '"op_type": "stridedsliced"', '"op_type": "sliced\\ud83d\\ude00"', 1).encode())
+    result = refused_or_sound(["import", str(path), *CHIP, "--db", str(bank)], bank)
+    assert result.exit_code == 0, result.output
+
+
 # -- bank trees and events files ------------------------------------------------------------------
 
 @fuzz(40)
@@ -159,7 +191,7 @@ TUNING_CONFIG = {"ops_to_tune": ["Conv_0", "fire2/squeeze1x1_1"],
 @given(config=mutated_json(TUNING_CONFIG))
 def test_hostile_tuning_configs(config: object, base_bank: Path, scratch: Path) -> None:
     bank = fresh_copy(base_bank, scratch)
-    path = _write(bank.parent, "config.json", json.dumps(config, allow_nan=True).encode())
+    path = _write(bank.parent, "config.json", dumps(config))
     refused_or_sound(["tune", str(SQUEEZENET), *CHIP, "--db", str(bank), "--budget", "1",
                       "--tuning-config", str(path), "--progress-bar", "off"], bank)
 
@@ -168,7 +200,7 @@ def test_hostile_tuning_configs(config: object, base_bank: Path, scratch: Path) 
 @given(ops=mutated_json({"tune_ops_name": ["Conv_0"], "tune_ops_type": ["Relu", "Concat"]}))
 def test_hostile_tune_ops_files(ops: object, base_bank: Path, scratch: Path) -> None:
     bank = fresh_copy(base_bank, scratch)
-    path = _write(bank.parent, "ops.json", json.dumps(ops, allow_nan=True).encode())
+    path = _write(bank.parent, "ops.json", dumps(ops))
     refused_or_sound(["tune", str(SQUEEZENET), *CHIP, "--db", str(bank), "--budget", "1",
                       "--tune-ops-file", str(path), "--progress-bar", "off"], bank)
 
@@ -221,7 +253,19 @@ MODELS = {
                                [helper.make_tensor_value_info("y", FLOAT, ["N", 4])]),
                         1, "input 'x' has a dynamic or missing dimension; give it with --input-shape"),
     "no nodes": (_model([], [helper.make_tensor_value_info("x", FLOAT, [1, 4])],
-                        [helper.make_tensor_value_info("x", FLOAT, [1, 4])]), 0, "0 keys"),
+                        [helper.make_tensor_value_info("x", FLOAT, [1, 4])]), 1,
+                 "the model's graph has no operators; there is nothing to tune"),
+    "0 bytes": (b"", 1, "is empty (0 bytes), not an ONNX model"),
+    "an input name that is not UTF-8": (_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="r")],
+        [helper.make_tensor_value_info("x", FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", FLOAT, [1, 4])]).replace(b"\x0a\x01x\x12", b"\x0a\x01\xff\x12"),
+        1, "a graph input is not valid UTF-8 text"),
+    "a node name that is not UTF-8": (_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="rr")],
+        [helper.make_tensor_value_info("x", FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", FLOAT, [1, 4])]).replace(b"rr", b"r\xc3"),
+        1, "node 0's name is not valid UTF-8 text"),
     "an unknown operator": (_model([helper.make_node("NoSuchOp", ["x"], ["y"], name="n")],
                                    [helper.make_tensor_value_info("x", FLOAT, [1, 4])],
                                    [helper.make_tensor_value_info("y", FLOAT, [1, 4])]),
@@ -281,7 +325,10 @@ def test_a_folder_given_as_a_file(option: str, base_bank: Path, scratch: Path) -
 def test_a_bank_file_that_is_not_a_bank(content: bytes, message: str, tmp_path: Path) -> None:
     bank = tmp_path / "bank.db"
     bank.write_bytes(content)
-    for args in (["tasks"], ["verify"], ["query", "--json"], ["export", "--format", "jsonl"]):
+    writes = [["init"], ["tune", str(SQUEEZENET), *CHIP, "--budget", "1"],
+              ["import", str(AOE / "aoe_result_opat_20240315143005123_4711.json"), *CHIP]]
+    for args in [["tasks"], ["verify"], ["query", "--json"], ["export", "--format", "jsonl"],
+                 *(writes if content else [])]:  # an empty file is an empty SQLite database
         result = refused_or_sound([*args, "--db", str(bank)], bank)
         assert result.exit_code == 1 and message in result.stderr, (args, result.stderr)
 
