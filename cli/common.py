@@ -111,6 +111,24 @@ def write_to_bank(db: str | None, work: Callable[[Bank], R]) -> R:
                     folder.rmdir()
 
 
+def check_socs(bank: Bank, names: Iterable[str | None], *, allow_unknown: bool = False) -> None:
+    """Refuse a chip name that no command should take: not one `bank socs` lists nor one the
+    bank holds (unless ``allow_unknown``), or one of those in the wrong case (see
+    :func:`tuner.socs.check_soc_name`).
+
+    Raises:
+        UnknownSocError: a name is refused.
+    """
+    wanted = sorted({name for name in names if name is not None})
+    if not wanted:
+        return
+    from tuner.socs import check_soc_name
+
+    in_bank = {task.soc_version for task in bank.tasks()}
+    for name in wanted:
+        check_soc_name(name, in_bank, allow_unknown=allow_unknown)
+
+
 def print_json(value: Any) -> None:
     """Print one JSON document."""
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False))

@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.common import DbOption, JsonOption, fail, open_bank, print_json, print_table, user_errors
+from cli.common import (
+    DbOption,
+    JsonOption,
+    check_socs,
+    fail,
+    open_bank,
+    print_json,
+    print_table,
+    user_errors,
+)
 
 if TYPE_CHECKING:
     from bank import Bank, Policy
@@ -68,6 +77,8 @@ def _diff_banks(a: str, b: str, soc_version: str | None, as_json: bool) -> bool:
 
     where = PolicyFilter(soc_version=soc_version)
     with _open(a, "A") as bank_a, _open(b, "B") as bank_b:
+        if soc_version is not None and soc_version not in {t.soc_version for t in bank_b.tasks()}:
+            check_socs(bank_a, [soc_version])
         found = diff_policies(bank_a.policies(where), bank_b.policies(where))
         names = {"a": {t.task_id: t.tuning_name for t in bank_a.tasks()},
                  "b": {t.task_id: t.tuning_name for t in bank_b.tasks()}}

@@ -12,6 +12,7 @@ import typer
 from cli.common import (
     DbOption,
     JsonOption,
+    check_socs,
     fail,
     open_bank,
     print_json,
@@ -44,6 +45,9 @@ def import_(
         "--expect-head", metavar="[SEQ:]HASH",
         help="Events files: refuse one whose hash chain does not pass through this link, as "
              "`bank verify --head` printed it on the bank the file claims to come from.")] = None,
+    allow_unknown_soc: Annotated[bool, typer.Option(
+        "--allow-unknown-soc", help="Accept a chip that `bank socs` does not list (AOE knows "
+                                    "chips this tool does not); a wrong case is still refused.")] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -60,7 +64,12 @@ def import_(
     anchor = Anchor.parse(expect_head) if expect_head is not None else None
     prepared = read_imports(paths, soc_version, resolve, model_name, model_hash,  # before the bank
                             anchor)
-    report = write_to_bank(db, lambda bank: apply_import(bank, prepared))
+
+    def work(bank: Any) -> Any:
+        check_socs(bank, {e.soc_version for e in prepared.events}, allow_unknown=allow_unknown_soc)
+        return apply_import(bank, prepared)
+
+    report = write_to_bank(db, work)
     if as_json:
         print_json(report.as_json())
         return

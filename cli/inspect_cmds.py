@@ -12,6 +12,7 @@ from cli.common import (
     DbOption,
     JsonOption,
     SocOption,
+    check_socs,
     fail,
     open_bank,
     print_json,
@@ -30,6 +31,7 @@ def tasks(db: DbOption = None, soc_version: SocOption = None, as_json: JsonOptio
     from bank import task_json
 
     with open_bank(db) as bank:
+        check_socs(bank, [soc_version])
         found = [t for t in bank.tasks() if soc_version in (None, t.soc_version)]
     if as_json:
         print_json([task_json(t) for t in found])
@@ -92,6 +94,7 @@ def query(
     where = PolicyFilter(soc_version=soc_version, op_type=op_type, repo_key=repo_key, backend=backend,
                          cost_model_version=cost_model_version)
     with open_bank(db) as bank:
+        check_socs(bank, [soc_version])
         found = bank.policies(where, at_seq=at_seq, as_of=until_time)
     if as_json:
         print_json([policy_json(p) for p in found])
@@ -116,6 +119,7 @@ def history(
     if not (repo_key or op_name or op_type):
         raise fail("history: give --repo-key, --op-name or --op-type", code=2)
     with open_bank(db) as bank:
+        check_socs(bank, [soc_version])
         found = bank.history(repo_key=repo_key, op_name=op_name, op_type=op_type,
                              soc_version=soc_version)
         models = {t.task_id: t.model_name for t in bank.tasks()}
@@ -175,6 +179,7 @@ def report(
     from bank.report import gather
 
     with open_bank(db) as bank:
+        check_socs(bank, [soc_version])
         found = gather(bank, soc_version)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     write_text_atomic(out, render(found, stamp))

@@ -6,6 +6,7 @@ and :attr:`SocSpec.estimates` lists which fields are estimates for each chip.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
 from bank.errors import BankError
@@ -91,12 +92,33 @@ def get_soc(soc_version: str) -> SocSpec:
     """The parameters of ``soc_version``.
 
     Raises:
-        UnknownSocError: the cost model does not know this chip; the message lists those it knows.
+        UnknownSocError: the cost model does not know this chip; the message lists those it
+            knows, or names the chip meant where only the case differs.
     """
-    try:
-        return SOCS[soc_version]
-    except KeyError:
-        known = ", ".join(sorted(SOCS))
-        raise UnknownSocError(
-            f"--soc-version: unknown soc_version {soc_version!r}; known: {known}"
-        ) from None
+    if soc_version not in SOCS:
+        check_soc_name(soc_version)
+    return SOCS[soc_version]
+
+
+def check_soc_name(soc_version: str, in_bank: Iterable[str] = (), *,
+                   allow_unknown: bool = False, option: str = "--soc-version") -> str:
+    """``soc_version`` if every command should accept it: a chip of :data:`SOCS`, one the bank
+    already holds, or with ``allow_unknown`` any other name. A name that differs from one of
+    those only in case is refused with the name meant, whatever ``allow_unknown`` says: AOE's
+    names are case-sensitive, and a bank must not hold one chip under two names.
+
+    Raises:
+        UnknownSocError: the name is not accepted; the message says what is.
+    """
+    known = set(SOCS) | set(in_bank)
+    if soc_version in known:
+        return soc_version
+    meant = sorted(name for name in known if name.casefold() == soc_version.casefold())
+    if meant:
+        raise UnknownSocError(f"{option}: no chip is named {soc_version!r}; did you mean "
+                              f"{meant[0]!r}? (chip names are case-sensitive)")
+    if allow_unknown:
+        return soc_version
+    raise UnknownSocError(
+        f"{option}: unknown soc_version {soc_version!r}; known: {', '.join(sorted(known))} (a chip "
+        "the cost model does not know can be imported with --allow-unknown-soc)")

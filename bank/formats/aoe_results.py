@@ -180,7 +180,7 @@ def _summary(value: Any, where: str) -> dict[str, int]:
 def _status(value: Any, where: str, time_s: Any) -> str:
     if value is None:
         return "incomplete" if time_s is None else "successful"
-    if value not in STATUS:
+    if not isinstance(value, str) or value not in STATUS:
         raise ImportFormatError(f"{where}: unknown tuning result {shown(value)} "
                                 f"(expected one of {', '.join(sorted(STATUS))})")
     return STATUS[value]

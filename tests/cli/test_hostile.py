@@ -133,6 +133,8 @@ V1_FILE = "aoe_result_opat_20240315143005123_4711.json"
     ('"op_type": "stridedsliced"', '"op_type": "\\ud800"',
      "a lone surrogate escape such as \\ud800"),
     ('"op_name": "strided_slice_10"', '"op_name": "\\udfff\\ud800"', "a lone surrogate escape"),
+    ('"opat_tune_result": "tune success"', '"opat_tune_result": []',  # found by `pytest -m fuzz`
+     "OPAT.opat_tune_result: unknown tuning result a list"),
 ])
 def test_what_once_printed_a_traceback(old: str, new: str, message: str, base_bank: Path,
                                        scratch: Path) -> None:
