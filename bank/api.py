@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bank.canonical import canonical_json
 from bank.errors import BankLocationError, OutcomeRuleError, UnknownTaskError
@@ -25,7 +25,10 @@ from bank.projection import Policy, Projection, digest_of_json
 from bank.rows import values_to_policy
 from bank.store import AppendResult, EventFilter, EventStore, PolicyFilter, StreamResult
 from bank.tasks import TaskView
-from bank.verify import VerifyReport, rebuild, verify
+from bank.verify import RebuildReport, VerifyReport, rebuild, verify
+
+if TYPE_CHECKING:
+    from bank.formats.jsonl import Anchor
 
 
 @dataclass(frozen=True)
@@ -313,14 +316,19 @@ class Bank:
 
     # -- auditing -----------------------------------------------------------------------------
 
-    def verify(self) -> VerifyReport:
-        """Check the log and the projections (see :func:`bank.verify.verify`)."""
-        return verify(self.store)
+    def verify(self, anchor: Anchor | None = None) -> VerifyReport:
+        """Check the database, the log and the projections, and with ``anchor`` that the log
+        passes through a link recorded elsewhere (see :func:`bank.verify.verify`)."""
+        return verify(self.store, anchor)
 
-    def rebuild(self) -> int:
-        """Re-derive every projection from the log; return the seq they now reflect (see
-        :func:`bank.verify.rebuild`)."""
-        return rebuild(self.store)
+    def rebuild(self, *, force: bool = False, reindex: bool = False) -> RebuildReport:
+        """Re-derive every projection from a log that verifies (any log with ``force``), after a
+        REINDEX with ``reindex`` (see :func:`bank.verify.rebuild`).
+
+        Raises:
+            BankError: verify finds the log broken and ``force`` is not given.
+        """
+        return rebuild(self.store, force=force, reindex=reindex)
 
 
 def policy_json(policy: Policy) -> dict[str, Any]:

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import StaticPool
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
-    from sqlalchemy.exc import DBAPIError
 
 WRITE_OPTION = "tunebank_write"
 WRITER_LOCK = 727_217_001  # the PostgreSQL advisory lock every tunebank writer takes
@@ -184,3 +184,58 @@ def drop_triggers(conn: Connection) -> None:
     else:
         conn.exec_driver_sql("DROP TRIGGER IF EXISTS events_refuse_change ON events")
         conn.exec_driver_sql("DROP TRIGGER IF EXISTS events_refuse_truncate ON events")
+
+
+STRUCTURE_LINES = 50
+"""The most lines of a database's own integrity report that verify lists."""
+_TABLES = ("events", "policy", "task", "checkpoint", "bank_meta")
+
+
+def structure_problems(conn: Connection) -> tuple[list[str], str | None]:
+    """The database's own check of its files and indexes: SQLite's ``PRAGMA integrity_check``
+    (every page, and every index against its table), or on PostgreSQL amcheck's
+    ``bt_index_check`` with ``heapallindexed`` on the bank's B-tree indexes. Returns the
+    problems found and, where the check could not run, why not."""
+    if conn.dialect.name == "sqlite":
+        rows = conn.exec_driver_sql(f"PRAGMA integrity_check({STRUCTURE_LINES})").fetchall()
+        found = [line for row in rows for line in str(row[0]).splitlines()
+                 if not line.startswith("*** in database")]  # a header, not a problem
+        return ([] if found == ["ok"] else found), None
+    return _postgres_index_problems(conn)
+
+
+def _postgres_index_problems(conn: Connection) -> tuple[list[str], str | None]:
+    schema = conn.exec_driver_sql(
+        "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+        "WHERE e.extname = 'amcheck'").scalar()
+    if schema is None:
+        return [], ("the amcheck extension is not installed in this database (a superuser's "
+                    "CREATE EXTENSION amcheck enables the check)")
+    indexes = conn.exec_driver_sql(
+        "SELECT c.relname, c.oid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "JOIN pg_class t ON t.oid = i.indrelid JOIN pg_am a ON a.oid = c.relam "
+        "WHERE a.amname = 'btree' AND t.oid = ANY (CAST(%(tables)s AS regclass[]))",
+        {"tables": list(_TABLES)}).fetchall()
+    problems = []
+    for name, oid in indexes:
+        savepoint = conn.begin_nested()
+        try:
+            conn.exec_driver_sql(f'SELECT "{schema}".bt_index_check(%(oid)s, true)', {"oid": oid})
+            savepoint.commit()
+        except DBAPIError as exc:
+            savepoint.rollback()
+            problems.append(f"index {name}: {str(exc.orig or exc).splitlines()[0]}")
+    return problems, None
+
+
+def enable_structure_check(conn: Connection) -> None:
+    """On PostgreSQL, install amcheck where this role may (a superuser's bank); elsewhere, and
+    where it may not, nothing happens and verify says the check did not run."""
+    if conn.dialect.name != "postgresql":
+        return
+    savepoint = conn.begin_nested()
+    try:
+        conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS amcheck")
+        savepoint.commit()
+    except DBAPIError:
+        savepoint.rollback()

@@ -8,7 +8,6 @@ accepted: it has a position (``seq``) and a place in the hash chain.
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from typing import Any
 
 from bank.canonical import canonical_json, parse_json, sha256_hex
 from bank.errors import EventValidationError
+from bank.formats.jsontext import finite_number, shown
 
 GENESIS_HASH = "0" * 64
 
@@ -288,7 +288,7 @@ def decode_payload(text: str) -> dict[str, Any]:
 def _validate(event: Event) -> None:
     where = f"{event.kind} event"
     if not isinstance(event.kind, EventKind):
-        raise EventValidationError(f"kind: unknown event kind {event.kind!r}")
+        raise EventValidationError(f"kind: unknown event kind {shown(event.kind)}")
     if not isinstance(event.payload, Mapping):
         raise EventValidationError(f"{where}: payload must be a JSON object")
     for name in ("soc_version", "task_id", "recorded_at", "origin"):
@@ -308,15 +308,19 @@ def _validate_outcome_payload(where: str, payload: Mapping[str, Any], sets_polic
         value = payload.get(name)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if not finite_number(value):
             raise EventValidationError(f"{where}: payload.{name} must be a finite number")
         if value < 0:
             raise EventValidationError(f"{where}: payload.{name} must not be negative")
     mode = payload.get("tune_mode")
-    if mode is not None and mode not in TUNE_MODES:
+    if mode is not None and (not isinstance(mode, str) or mode not in TUNE_MODES):
         raise EventValidationError(
-            f"{where}: payload.tune_mode must be one of {', '.join(TUNE_MODES)}, not {mode!r}"
+            f"{where}: payload.tune_mode must be one of {', '.join(TUNE_MODES)}, not {shown(mode)}"
         )
+    for name in ("backend", "cost_model_version"):  # policy columns: text, or nothing
+        if payload.get(name) is not None and not isinstance(payload[name], str):
+            raise EventValidationError(f"{where}: payload.{name} must be a string, not "
+                                       f"{shown(payload[name])}")
     if sets_policy:
         if not isinstance(payload.get("knowledge"), dict):
             raise EventValidationError(f"{where}: payload.knowledge (the policy) is required")

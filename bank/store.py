@@ -29,9 +29,11 @@ from bank import sql
 from bank.dialects import (
     WRITE_OPTION,
     describe_url,
+    enable_structure_check,
     install_triggers,
     is_transient,
     make_engine,
+    structure_problems,
     use_wal,
 )
 from bank.errors import BankError, BankLocationError, StoreError
@@ -239,6 +241,7 @@ class EventStore:
                                         "made in it")
             SQLModel.metadata.create_all(conn)
             install_triggers(conn)
+            enable_structure_check(conn)
             session.execute(insert(CheckpointRow).values(name=CHECKPOINT, last_seq=0,
                                                          schema_version=SCHEMA_VERSION))
             session.execute(insert(MetaRow), [{"name": "bank_id", "value": bank_id},
@@ -269,6 +272,35 @@ class EventStore:
                 raise StoreError(f"bank_meta.schema_version is {row.value!r}, not a number") from None
         checkpoint = session.get(CheckpointRow, CHECKPOINT)
         return checkpoint.schema_version if checkpoint else 1
+
+    def structure_problems(self) -> tuple[list[str], str | None]:
+        """The database's own integrity check of the bank's pages and indexes (see
+        :func:`bank.dialects.structure_problems`): the problems it found, and why it could not
+        run where it could not."""
+        with self._session() as session:
+            return structure_problems(session.connection())
+
+    def reindex(self) -> None:
+        """Rebuild every index of the bank's tables from the tables (REINDEX), in one write
+        transaction: the repair for an index the database's own check finds damaged."""
+
+        def work(session: Session) -> None:
+            conn = session.connection()
+            if conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("REINDEX")
+            else:
+                for table in ("events", "policy", "task", "checkpoint", "bank_meta"):
+                    conn.exec_driver_sql(f"REINDEX TABLE {table}")
+
+        self._write(work)
+
+    def hash_at(self, seq: int) -> str | None:
+        """The chain hash of the event at ``seq``, or ``None`` if the log has no such seq."""
+        with self._session() as session:
+            conn = session.connection()
+            statement = f"SELECT hash FROM events WHERE seq = {sql.mark(conn.dialect.paramstyle)}"
+            row = conn.exec_driver_sql(statement, (seq,)).first()
+            return None if row is None else str(row[0])
 
     def is_initialised(self) -> bool:
         """Whether the database already holds a bank's tables."""

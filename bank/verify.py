@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bank.chain import checked_in_workers, row_problems, workers_for
 from bank.errors import BankError, OutcomeRuleError
@@ -13,6 +13,9 @@ from bank.projection import PolicyKey, PolicyRef, Projection, policy_of
 from bank.rows import policy_values, values_to_logged
 from bank.store import EventStore, bulk_job
 from bank.tasks import TaskView
+
+if TYPE_CHECKING:
+    from bank.formats.jsonl import Anchor
 
 MAX_LISTED = 50  # problems listed per projection; a wholesale mismatch need not print thousands
 
@@ -29,6 +32,12 @@ class VerifyReport:
     head_seq: int = 0
     head_hash: str = GENESIS_HASH
     """The last link of the chain as read (what a team anchors elsewhere)."""
+    anchor: str | None = None
+    """What the anchored link (``--expect-head``) showed: held, and how many events follow it."""
+    structure_unchecked: str | None = None
+    """Why the database's own integrity check did not run (``None`` when it did)."""
+    repair: str | None = None
+    """How to repair what was found, when the database's structure is damaged."""
 
     @property
     def ok(self) -> bool:
@@ -54,10 +63,13 @@ def check_log(store: EventStore, report: VerifyReport) -> Projection:
         if in_workers is not None:
             for seq, problem in in_workers():
                 report.flag(seq, problem)
-    checkpoint = store.checkpoint()
-    if checkpoint != report.head_seq:
-        report.flag(None, f"projections checkpoint is at seq {checkpoint}, the log ends at "
-                          f"{report.head_seq}")
+    checkpoint, head = store.checkpoint(), report.head_seq
+    if checkpoint > head:
+        report.flag(head + 1, f"the log ends at seq {head} but the projections were made from seq "
+                              f"{checkpoint}: events {head + 1}..{checkpoint} are gone from the log")
+    elif checkpoint < head:
+        report.flag(checkpoint + 1, f"events {checkpoint + 1}..{head} are in the log but the "
+                                    "projections never saw them: tunebank did not append them")
     return projection
 
 
@@ -87,6 +99,27 @@ def _fold_log(store: EventStore, report: VerifyReport, check_links: bool) -> Pro
         expected_seq, prev = seq + 1, row[12]
         report.head_seq, report.head_hash = seq, row[12]
     return projection
+
+
+def check_structure(store: EventStore, report: VerifyReport) -> None:
+    """Ask the database to check its own pages and indexes: a damaged index hides events from
+    the queries that use it (a key's history comes back empty) while a replay, which reads the
+    table in seq order, still sees them all."""
+    problems, unchecked = store.structure_problems()
+    report.structure_unchecked = unchecked
+    for problem in problems:
+        report.flag(None, f"database structure: {problem}")
+    if problems:
+        report.repair = (
+            "`bank rebuild --reindex` rebuilds the indexes (REINDEX), which the log does not "
+            "need, and derives the projections again" if all(_names_an_index(p) for p in problems)
+            else "`bank rebuild --reindex` repairs damaged indexes; if verify still finds damage "
+                 "after it, the tables themselves are damaged: restore the bank from a copy, or "
+                 "make a new one from an events export")
+
+
+def _names_an_index(problem: str) -> bool:
+    return problem.startswith("index ") or " from index " in problem or " in index " in problem
 
 
 def compare_tasks(replayed: dict[str, TaskView], stored: dict[str, TaskView],
@@ -159,7 +192,21 @@ def _label(key: object) -> str:
     return "/".join(key) if isinstance(key, tuple) else str(key)
 
 
-def verify(store: EventStore) -> VerifyReport:
+def check_anchor(store: EventStore, anchor: Anchor, report: VerifyReport) -> None:
+    """Check that the log passes through ``anchor`` (a link recorded elsewhere, as
+    ``bank verify --head`` printed it): a cut, or a forged event in place of a real one, moves
+    every hash after it, and no one can make the recorded one again."""
+    seq = report.head_seq if anchor.seq is None else anchor.seq
+    found = store.hash_at(seq)
+    if found != anchor.hash:
+        what = "is not in the log" if found is None else f"has hash {found}"
+        report.flag(seq, f"--expect-head: seq {seq} {what}, not the anchored {anchor.hash}: the log "
+                         "is not the history that was anchored")
+        return
+    report.anchor = f"seq {seq} matches the anchor; {report.head_seq - seq} event(s) follow it"
+
+
+def verify(store: EventStore, anchor: Anchor | None = None) -> VerifyReport:
     """Replay the whole log into a scratch projection, compare it with the stored one, and check
     the hash chain and every finished task's repo_summary invariants.
 
@@ -168,7 +215,10 @@ def verify(store: EventStore) -> VerifyReport:
     """
     report = VerifyReport()
     with store.snapshot(), bulk_job():
+        check_structure(store, report)
         replayed = check_log(store, report)
+        if anchor is not None:
+            check_anchor(store, anchor, report)
         compare_tasks(replayed.tasks, {t.task_id: t for t in store.tasks()}, report)
         report.policies = len(replayed.winners)
         compare_policies(store, replayed.winners, report)
@@ -180,14 +230,49 @@ def verify(store: EventStore) -> VerifyReport:
     return report
 
 
-def rebuild(store: EventStore) -> int:
-    """Replace the stored projections with the ones derived from the log alone; return the seq
-    they reflect. It runs in one write transaction: writers wait until it is done.
+@dataclass
+class RebuildReport:
+    """What ``rebuild`` did: the seq the projections now reflect, and what it overrode."""
+
+    head: int
+    log_problems: list[str] = field(default_factory=list)
+    """What verify found wrong with the log itself, adopted as it is (only with ``force``)."""
+    replaced: list[str] = field(default_factory=list)
+    """The stored projections the rebuild threw away or changed, as verify listed them."""
+    reindexed: bool = False
+
+
+def _is_projection_problem(problem: str) -> bool:
+    return problem.startswith(("task ", "policy ", "task:", "policy:"))
+
+
+def rebuild(store: EventStore, *, force: bool = False, reindex: bool = False) -> RebuildReport:
+    """Replace the stored projections with the ones derived from the log alone, after a full
+    verify: a log that verify finds broken (a cut, an edit, events tunebank never appended, a
+    damaged database) is not adopted unless ``force``. The rebuild itself is one write
+    transaction: writers wait until it is done.
+
+    Args:
+        force: adopt the log as it is even where verify finds it broken.
+        reindex: first rebuild the database's indexes (REINDEX), the repair for damaged ones.
 
     Raises:
-        BankError: the log cannot be replayed (it breaks the outcome rules or cannot be read).
+        BankError: verify finds the log broken and ``force`` is not given (nothing is changed),
+            or the log cannot be replayed.
     """
+    if reindex:
+        store.reindex()
+    verdict = verify(store)
+    report = RebuildReport(0, reindexed=reindex)
+    report.log_problems = [p for p in verdict.problems if not _is_projection_problem(p)]
+    report.replaced = [p for p in verdict.problems if _is_projection_problem(p)]
+    if report.log_problems and not force:
+        repair = f"; repair: {verdict.repair}" if verdict.repair else ""
+        raise BankError(f"rebuild refused: the log fails verify ({len(report.log_problems)} "
+                        f"problem(s); first: {report.log_problems[0]}); `bank verify` lists them, "
+                        f"`bank rebuild --force` adopts the log as it is{repair}")
     try:
-        return store.rebuild_projection()
+        report.head = store.rebuild_projection()
     except ValueError as exc:
         raise BankError(f"the log cannot be read: {exc}") from exc
+    return report

@@ -24,22 +24,36 @@ def init(db: DbOption = None, as_json: JsonOption = False) -> None:
 def verify(db: DbOption = None, head: Annotated[bool, typer.Option(
         "--head", help="Also print the bank id and the last link of the hash chain (SEQ:HASH), to "
                        "record elsewhere and check exports against (import --expect-head).")] = False,
+           expect_head: Annotated[str | None, typer.Option(
+               "--expect-head", metavar="[SEQ:]HASH",
+               help="Also check that the log passes through this link, as `bank verify --head` "
+                    "printed it earlier: a cut or rewritten history fails.")] = None,
            as_json: JsonOption = False) -> None:
-    """Replay the whole log and check it: hash chain, outcome rules, projections, invariants.
+    """Check the database's own structure, then replay the whole log and check it: hash chain,
+    outcome rules, projections, invariants.
 
     Exits 1 and lists every problem if anything is wrong.
     """
+    from bank.formats.jsonl import Anchor
+
+    anchor = Anchor.parse(expect_head) if expect_head is not None else None
     with open_bank(db) as bank:
-        report = bank.verify()
+        report = bank.verify(anchor)
         bank_id = bank.bank_id
     if as_json:
         print_json({"ok": report.ok, "events": report.events, "tasks": report.tasks,
                     "policies": report.policies, "first_bad_seq": report.first_bad_seq,
-                    "problems": report.problems, "bank_id": bank_id,
+                    "problems": report.problems, "repair": report.repair, "anchor": report.anchor,
+                    "structure_checked": report.structure_unchecked is None, "bank_id": bank_id,
                     "head": f"{report.head_seq}:{report.head_hash}"})
     elif report.ok:
-        typer.echo(f"OK: {report.events} events, hash chain intact, {report.tasks} tasks and "
-                   f"{report.policies} policies match a replay of the log")
+        checked = "database structure checked, " if report.structure_unchecked is None else ""
+        typer.echo(f"OK: {report.events} events, {checked}hash chain intact, {report.tasks} tasks "
+                   f"and {report.policies} policies match a replay of the log")
+        if report.structure_unchecked is not None:
+            typer.echo(f"database structure not checked: {report.structure_unchecked}")
+        if report.anchor is not None:
+            typer.echo(f"anchor: {report.anchor}")
         if head:
             typer.echo(f"head of bank {bank_id}: {report.head_seq}:{report.head_hash}")
     else:
@@ -47,22 +61,43 @@ def verify(db: DbOption = None, head: Annotated[bool, typer.Option(
         typer.echo(f"FAILED: {len(report.problems)} problem(s){where}")
         for problem in report.problems:
             typer.echo(f"  {problem}")
+        if report.repair is not None:
+            typer.echo(f"repair: {report.repair}")
     if not report.ok:
         raise typer.Exit(1)
 
 
 @user_errors
-def rebuild(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Throw the projections away and derive them again from the log."""
+def rebuild(db: DbOption = None,
+            force: Annotated[bool, typer.Option(
+                "--force", help="Adopt the log as it is even where verify finds it broken (a cut, "
+                                "an edit, events tunebank did not append), listing what that "
+                                "discards.")] = False,
+            reindex: Annotated[bool, typer.Option(
+                "--reindex", help="First rebuild the database's indexes (REINDEX): the repair "
+                                  "for damage `bank verify` found in them.")] = False,
+            as_json: JsonOption = False) -> None:
+    """Derive the projections again from the log, after checking the log as verify does.
+
+    A log that fails verify is refused (exit 1, nothing changed) unless --force is given.
+    """
     with open_bank(db) as bank:
-        head = bank.rebuild()
+        done = bank.rebuild(force=force, reindex=reindex)
         # counted, not built: a Policy per key took 927 MB for a 1,000,000-event bank's 185,340
-        counts = {"events": head, "tasks": len(bank.tasks()), "policies": bank.store.policy_count()}
+        counts = {"events": done.head, "tasks": len(bank.tasks()),
+                  "policies": bank.store.policy_count()}
     if as_json:
-        print_json(counts)
-    else:
-        typer.echo(f"Rebuilt from {head} events: {counts['tasks']} tasks, "
-                   f"{counts['policies']} policies")
+        print_json({**counts, "reindexed": done.reindexed, "log_problems_adopted": done.log_problems,
+                    "projections_replaced": done.replaced})
+        return
+    if done.reindexed:
+        typer.echo("Indexes rebuilt (REINDEX)")
+    for problem in done.log_problems:
+        typer.echo(f"adopted despite verify (--force): {problem}")
+    for problem in done.replaced:
+        typer.echo(f"replaced: {problem}")
+    typer.echo(f"Rebuilt from {done.head} events: {counts['tasks']} tasks, "
+               f"{counts['policies']} policies")
 
 
 @user_errors

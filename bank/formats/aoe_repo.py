@@ -23,7 +23,7 @@ import xxhash
 from bank.atomic import write_json_atomic, write_text_atomic
 from bank.canonical import canonical_json
 from bank.errors import BankError
-from bank.formats.jsontext import read_json_file, read_text
+from bank.formats.jsontext import finite_number, read_json_file, read_text, shown
 from bank.formats.lines import json_object
 from bank.projection import Policy, info_digest
 
@@ -109,7 +109,24 @@ def _times(path: Path) -> dict[str, Any]:
     table = data.get("entries") if isinstance(data, dict) else None
     if not isinstance(table, dict):
         raise RepoFormatError(f"{path}: entries must be an object")
+    for digest, entry in table.items():
+        _check_times(f"{path}: entries.{digest}", entry)
     return table
+
+
+def _check_times(where: str, entry: Any) -> None:
+    """One entry of tunebank_times.json: an object of a decimal repo_key, a non-negative time
+    and text (or nothing) for the mode and the backend."""
+    if not isinstance(entry, dict):
+        raise RepoFormatError(f"{where}: must be an object, not {shown(entry)}")
+    key, best = entry.get("repo_key"), entry.get("best_us")
+    if key is not None and not (isinstance(key, str) and key.isdigit()):
+        raise RepoFormatError(f"{where}.repo_key: must be a decimal key, not {shown(key)}")
+    if best is not None and (not finite_number(best) or best < 0):
+        raise RepoFormatError(f"{where}.best_us: must be a non-negative number, not {shown(best)}")
+    for name in ("tune_mode", "backend"):
+        if entry.get(name) is not None and not isinstance(entry[name], str):
+            raise RepoFormatError(f"{where}.{name}: must be a string, not {shown(entry[name])}")
 
 
 def _entry(path: Path, number: int, text: str, soc: str, times: Mapping[str, Any]) -> RepoEntry:

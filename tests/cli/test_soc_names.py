@@ -32,7 +32,8 @@ def commands(soc: str, bank: Path) -> list[list[str]]:
     chip = ["--soc-version", soc]
     return [["import", str(RESULT), *chip], ["tune", str(MODEL), *chip, "--budget", "1"],
             ["plan", str(MODEL), *chip], ["tasks", *chip], ["query", *chip],
-            ["history", "--op-type", "conv2d", *chip], ["report", "--out", str(bank.parent / "r.html"), *chip],
+            ["history", "--op-type", "conv2d", *chip],
+            ["report", "--out", str(bank.parent / "r.html"), *chip],
             ["diff", str(bank), str(bank), *chip]]
 
 
