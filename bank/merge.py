@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bank.api import Bank
-from bank.projection import Policy, policy_of
+from bank.projection import Policy, PolicyKey, policy_of
 
 _PAGE = 2000
 
@@ -55,19 +55,43 @@ class Conflict:
 
 @dataclass
 class MergeReport:
-    """What merging one source did."""
+    """What merging one source did. Of the keys whose winning policy changed, ``new_keys`` were
+    not in the target before, ``faster`` got a strictly faster policy, and ``ties`` got another
+    policy of the same time: the best-wins rule breaks a tie by the smaller event_id, so a tie
+    changes which event a key points at, not how fast it is (``bank diff`` counts it the same)."""
 
     source: str
     added: int = 0
     present: int = 0
-    policies_changed: int = 0
+    new_keys: int = 0
+    faster: int = 0
+    ties: int = 0
     conflicts: list[Conflict] = field(default_factory=list)
+
+    @property
+    def policies_changed(self) -> int:
+        """Every key whose winning event changed: new, faster or tied."""
+        return self.new_keys + self.faster + self.ties
 
     def as_json(self) -> dict[str, Any]:
         return {"source": self.source, "events_added": self.added,
                 "events_already_present": self.present,
-                "policies_changed": self.policies_changed,
+                "policies_new": self.new_keys, "policies_faster": self.faster,
+                "policies_tied": self.ties, "policies_changed": self.policies_changed,
                 "conflicts": [c.as_json() for c in self.conflicts]}
+
+    def count_changes(self, before: dict[PolicyKey, tuple[str, float]],
+                      after: dict[PolicyKey, tuple[str, float]]) -> None:
+        """Sort every key whose winning event differs between ``before`` and ``after``."""
+        for key, (event_id, best_us) in after.items():
+            was = before.get(key)
+            if was is None:
+                self.new_keys += 1
+            elif was[0] != event_id:
+                if best_us < was[1]:
+                    self.faster += 1
+                else:
+                    self.ties += 1
 
 
 def merge_into(target: Bank, source: Bank) -> MergeReport:
@@ -83,8 +107,8 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
     after = target.store.policy_refs()
     report = MergeReport(source=str(source.location.path or source.location.url),
                          added=result.appended, present=result.skipped)
-    report.policies_changed = sum(1 for key, event_id in after.items() if before.get(key) != event_id)
-    contested = [key for key, mine in before.items() if theirs.get(key) not in (None, mine)]
+    report.count_changes(before, after)
+    contested = [key for key, (mine, _) in before.items() if theirs.get(key, (mine,))[0] != mine]
     if not contested:
         return report
     for start in range(0, len(contested), _PAGE):  # a page of keys at a time: memory stays flat
@@ -93,11 +117,11 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
         winners = target.store.policies_by_key(part)
         # the target's policy before the merge: still there if it won, else made again from its
         # event, read for the whole page in one query
-        lost = sorted({before[key] for key in part if winners[key].event_id != before[key]})
+        lost = sorted({before[key][0] for key in part if winners[key].event_id != before[key][0]})
         formerly = {stored.event_id: policy_of(stored) for stored in target.store.events_by_id(lost)}
         for key in part:
             other, winner = others[key], winners[key]
-            mine = winner if winner.event_id == before[key] else formerly.get(before[key])
+            mine = winner if winner.event_id == before[key][0] else formerly.get(before[key][0])
             if mine is None or other.knowledge == mine.knowledge:
                 continue
             loser = other if winner.event_id == mine.event_id else mine

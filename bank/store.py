@@ -533,13 +533,14 @@ class EventStore:
                 found.extend(values_to_event(tuple(row)) for row in rows)
         return sorted(found, key=lambda stored: stored.seq)
 
-    def policy_refs(self) -> dict[PolicyKey, str]:
-        """The event_id of every stored policy, by key: what a merge compares, without decoding
-        the policies themselves."""
+    def policy_refs(self) -> dict[PolicyKey, tuple[str, float]]:
+        """The event_id and best time of every stored policy, by key: what a merge compares,
+        without decoding the policies themselves."""
         with self._session() as session:
             rows = session.connection().exec_driver_sql(
-                "SELECT soc_version, repo_key, info_digest, event_id FROM policy")
-            return {(soc, key, digest): event_id for soc, key, digest, event_id in rows}
+                "SELECT soc_version, repo_key, info_digest, event_id, best_us FROM policy")
+            return {(soc, key, digest): (event_id, float(best_us))
+                    for soc, key, digest, event_id, best_us in rows}
 
     def policies_by_key(self, keys: Sequence[PolicyKey]) -> dict[PolicyKey, Policy]:
         """The stored policies of ``keys`` (those that exist)."""

@@ -204,8 +204,13 @@ def merge(
     if as_json:
         print_json([r.as_json() for r in reports])
         return
-    print_table(["source", "events_added", "already_present", "policies_changed", "conflicts"],
-                [[r.source, r.added, r.present, r.policies_changed, len(r.conflicts)] for r in reports])
+    print_table(["source", "events_added", "already_present", "new_keys", "faster", "ties",
+                 "conflicts"],
+                [[r.source, r.added, r.present, r.new_keys, r.faster, r.ties, len(r.conflicts)]
+                 for r in reports])
+    if any(r.ties for r in reports):
+        typer.echo("ties: another policy of the same time now wins (the smaller event id breaks "
+                   "a tie); no key got slower or faster by them")
     conflicts = [c for r in reports for c in r.conflicts]
     if conflicts:
         typer.echo("")

@@ -115,13 +115,13 @@ def _times(path: Path) -> dict[str, Any]:
 
 
 def _check_times(where: str, entry: Any) -> None:
-    """One entry of tunebank_times.json: an object of a decimal repo_key, a non-negative time
+    """One entry of tunebank_times.json: an object of a repo_key, a non-negative time
     and text (or nothing) for the mode and the backend."""
     if not isinstance(entry, dict):
         raise RepoFormatError(f"{where}: must be an object, not {shown(entry)}")
     key, best = entry.get("repo_key"), entry.get("best_us")
-    if key is not None and not (isinstance(key, str) and key.isdigit()):
-        raise RepoFormatError(f"{where}.repo_key: must be a decimal key, not {shown(key)}")
+    if key is not None and not (isinstance(key, str) and key):
+        raise RepoFormatError(f"{where}.repo_key: must be a non-empty string, not {shown(key)}")
     if best is not None and (not finite_number(best) or best < 0):
         raise RepoFormatError(f"{where}.best_us: must be a non-negative number, not {shown(best)}")
     for name in ("tune_mode", "backend"):

@@ -78,3 +78,38 @@ def test_merge_report_names_conflicts_and_keeps_origins(tmp_path: Path) -> None:
     winners = {c.repo_key: (c.winner.best_us, c.loser.best_us) for c in report.conflicts}
     assert winners == {"a": (10.0, 20.0), "b": (20.0, 30.0)}
     assert source_origin in origins and len(origins) == 2
+
+
+@SETTINGS
+@given(a=bank_contents(), b=bank_contents())
+def test_merge_says_what_changed_as_diff_predicts(a: Any, b: Any) -> None:
+    """New keys are the keys only the source held, faster ones are those whose source policy
+    was strictly faster, and ties (another policy of the same time winning by event id) are
+    counted apart: they are the keys ``bank diff`` shows as the same time."""
+    from bank.diff import diff_policies
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        pa, pb = build(folder, "a", a), build(folder, "b", b)
+        with Bank.open(pa) as target, Bank.open(pb) as source:
+            found = diff_policies(target.policies(), source.policies())
+            before = {p.key: p.event_id for p in target.policies()}
+            report = merge_into(target, source)
+            after = {p.key: p.event_id for p in target.policies()}
+    assert report.new_keys == len(found.only_b)
+    assert report.faster == sum(1 for c in found.changed if c.faster == "b")
+    tied = [c for c in found.changed if c.faster == "equal"]
+    assert report.ties == sum(1 for c in tied if after[c.a.key] != before[c.a.key])
+    assert report.policies_changed == sum(1 for k, e in after.items() if before.get(k) != e)
+
+
+def test_a_merge_of_equal_times_reports_ties_not_changes(tmp_path: Path) -> None:
+    first = build(tmp_path, "x", [[("add", "a", 10.0), ("add", "b", 10.0)]])
+    second = build(tmp_path, "y", [[("add", "a", 10.0), ("add", "b", 10.0), ("add", "c", 5.0)]])
+    with Bank.open(first) as target, Bank.open(second) as source:
+        mine = {p.repo_key: p.event_id for p in target.policies()}
+        theirs = {p.repo_key: p.event_id for p in source.policies()}
+        report = merge_into(target, source)
+    assert (report.new_keys, report.faster) == (1, 0)
+    assert report.ties == sum(theirs[key] < mine[key] for key in "ab")  # the smaller id wins
+    assert report.as_json()["policies_tied"] == report.ties
