@@ -55,10 +55,12 @@ class Conflict:
 
 @dataclass
 class MergeReport:
-    """What merging one source did. Of the keys whose winning policy changed, ``new_keys`` were
-    not in the target before, ``faster`` got a strictly faster policy, and ``ties`` got another
-    policy of the same time: the best-wins rule breaks a tie by the smaller event_id, so a tie
-    changes which event a key points at, not how fast it is (``bank diff`` counts it the same)."""
+    """What merging one source did, key by key: ``new_keys`` the target did not hold,
+    ``faster`` ones whose source policy was strictly faster, and ``ties``, keys both held with
+    different records of the same time. The best-wins rule breaks a tie by the smaller
+    event_id, which holds task ids and times, so which record stands (``ties_switched`` counts
+    the source's wins) varies between two runs of the same tunes; the three counts do not, and
+    no tie makes a key faster or slower."""
 
     source: str
     added: int = 0
@@ -66,32 +68,37 @@ class MergeReport:
     new_keys: int = 0
     faster: int = 0
     ties: int = 0
+    ties_switched: int = 0
     conflicts: list[Conflict] = field(default_factory=list)
 
     @property
     def policies_changed(self) -> int:
-        """Every key whose winning event changed: new, faster or tied."""
-        return self.new_keys + self.faster + self.ties
+        """Every key whose winning event changed: new, faster, or a tie the source won."""
+        return self.new_keys + self.faster + self.ties_switched
 
     def as_json(self) -> dict[str, Any]:
         return {"source": self.source, "events_added": self.added,
                 "events_already_present": self.present,
                 "policies_new": self.new_keys, "policies_faster": self.faster,
-                "policies_tied": self.ties, "policies_changed": self.policies_changed,
+                "policies_tied": self.ties, "ties_switched": self.ties_switched,
+                "policies_changed": self.policies_changed,
                 "conflicts": [c.as_json() for c in self.conflicts]}
 
-    def count_changes(self, before: dict[PolicyKey, tuple[str, float]],
-                      after: dict[PolicyKey, tuple[str, float]]) -> None:
-        """Sort every key whose winning event differs between ``before`` and ``after``."""
+    def count_changes(self, before: Refs, theirs: Refs, after: Refs) -> None:
+        """Sort the keys by what the merge did to them (see the class docstring)."""
         for key, (event_id, best_us) in after.items():
-            was = before.get(key)
+            was, other = before.get(key), theirs.get(key)
             if was is None:
                 self.new_keys += 1
-            elif was[0] != event_id:
-                if best_us < was[1]:
-                    self.faster += 1
-                else:
-                    self.ties += 1
+            elif best_us < was[1]:
+                self.faster += 1
+            elif other is not None and other[0] != was[0] and other[1] == was[1]:
+                self.ties += 1
+                self.ties_switched += event_id != was[0]
+
+
+Refs = dict[PolicyKey, tuple[str, float]]
+"""Each key's winning event_id and best time, as :meth:`EventStore.policy_refs` reads them."""
 
 
 def merge_into(target: Bank, source: Bank) -> MergeReport:
@@ -107,7 +114,7 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
     after = target.store.policy_refs()
     report = MergeReport(source=str(source.location.path or source.location.url),
                          added=result.appended, present=result.skipped)
-    report.count_changes(before, after)
+    report.count_changes(before, theirs, after)
     contested = [key for key, (mine, _) in before.items() if theirs.get(key, (mine,))[0] != mine]
     if not contested:
         return report

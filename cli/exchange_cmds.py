@@ -209,8 +209,10 @@ def merge(
                 [[r.source, r.added, r.present, r.new_keys, r.faster, r.ties, len(r.conflicts)]
                  for r in reports])
     if any(r.ties for r in reports):
-        typer.echo("ties: another policy of the same time now wins (the smaller event id breaks "
-                   "a tie); no key got slower or faster by them")
+        switched = sum(r.ties_switched for r in reports)
+        typer.echo("ties: keys both banks hold with records of the same time; the smaller event id "
+                   f"decides which record stands ({switched} now the source's), and no key gets "
+                   "faster or slower by it")
     conflicts = [c for r in reports for c in r.conflicts]
     if conflicts:
         typer.echo("")

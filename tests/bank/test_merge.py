@@ -92,14 +92,19 @@ def test_merge_says_what_changed_as_diff_predicts(a: Any, b: Any) -> None:
         folder = Path(tmp)
         pa, pb = build(folder, "a", a), build(folder, "b", b)
         with Bank.open(pa) as target, Bank.open(pb) as source:
-            found = diff_policies(target.policies(), source.policies())
-            before = {p.key: p.event_id for p in target.policies()}
+            target_policies, source_policies = target.policies(), source.policies()
+            found = diff_policies(target_policies, source_policies)
+            before = {p.key: p.event_id for p in target_policies}
+            theirs = {p.key: p.event_id for p in source_policies}
             report = merge_into(target, source)
             after = {p.key: p.event_id for p in target.policies()}
     assert report.new_keys == len(found.only_b)
     assert report.faster == sum(1 for c in found.changed if c.faster == "b")
     tied = [c for c in found.changed if c.faster == "equal"]
-    assert report.ties == sum(1 for c in tied if after[c.a.key] != before[c.a.key])
+    same = {p.key for p in target_policies if p.key in {q.key for q in source_policies}}
+    assert report.ties == len(tied) + sum(1 for k in same if theirs[k] != before[k]
+                                          and k not in {c.a.key for c in found.changed})
+    assert report.ties_switched == sum(1 for k in same if after[k] != before[k]) - report.faster
     assert report.policies_changed == sum(1 for k, e in after.items() if before.get(k) != e)
 
 
@@ -111,5 +116,6 @@ def test_a_merge_of_equal_times_reports_ties_not_changes(tmp_path: Path) -> None
         theirs = {p.repo_key: p.event_id for p in source.policies()}
         report = merge_into(target, source)
     assert (report.new_keys, report.faster) == (1, 0)
-    assert report.ties == sum(theirs[key] < mine[key] for key in "ab")  # the smaller id wins
-    assert report.as_json()["policies_tied"] == report.ties
+    assert report.ties == 2  # both keys, whichever record stands
+    assert report.ties_switched == sum(theirs[key] < mine[key] for key in "ab")  # smaller id wins
+    assert report.as_json()["policies_tied"] == 2

@@ -134,7 +134,8 @@ def test_verify_and_rebuild(demo: tuple[str, list[str]]) -> None:
     out = ok("verify", "--db", db)
     assert out.startswith("OK: 13 events")
     out = ok("rebuild", "--db", db, "--json")
-    assert json.loads(out) == {"events": 13, "tasks": 2, "policies": 4}
+    assert json.loads(out) == {"events": 13, "tasks": 2, "policies": 4, "reindexed": False,
+                               "log_problems_adopted": [], "projections_replaced": []}
 
 
 @pytest.mark.parametrize(
