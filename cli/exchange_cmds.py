@@ -208,11 +208,9 @@ def merge(
                  "conflicts"],
                 [[r.source, r.added, r.present, r.new_keys, r.faster, r.ties, len(r.conflicts)]
                  for r in reports])
-    if any(r.ties for r in reports):
-        switched = sum(r.ties_switched for r in reports)
+    if any(r.ties for r in reports):  # which side wins a tie varies run to run: --json says
         typer.echo("ties: keys both banks hold with records of the same time; the smaller event id "
-                   f"decides which record stands ({switched} now the source's), and no key gets "
-                   "faster or slower by it")
+                   "decides which record stands, and no key gets faster or slower by it")
     conflicts = [c for r in reports for c in r.conflicts]
     if conflicts:
         typer.echo("")
