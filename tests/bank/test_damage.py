@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from bank import Bank, BankError
 from bank.dialects import drop_triggers
 from bank.formats.jsonl import Anchor
+from bank.verify import VerifyReport
 from cli.main import app
 from tests.conftest import oc
 
@@ -119,13 +120,18 @@ def _append_behind_its_back(path: Path, scratch: Path) -> int:
     return len(rows)
 
 
-def test_a_cut_log_is_refused_by_rebuild_unless_forced_and_caught_by_the_anchor(
-        tmp_path: Path) -> None:
+def _anchored(tmp_path: Path) -> tuple[Path, VerifyReport, str]:
+    """A bank, its verify report, and its head as `bank verify --head` prints it."""
     path = tmp_path / "bank.db"
     _bank(path)
     with Bank.open(str(path)) as bank:
         before = bank.verify()
-    anchor = f"{before.head_seq}:{before.head_hash}"
+    return path, before, f"{before.head_seq}:{before.head_hash}"
+
+
+def test_a_cut_log_is_refused_by_rebuild_unless_forced_and_caught_by_the_anchor(
+        tmp_path: Path) -> None:
+    path, before, anchor = _anchored(tmp_path)
     _cut_last_event(path)
     with Bank.open(str(path)) as bank:
         report = bank.verify()
@@ -146,11 +152,7 @@ def test_a_cut_log_is_refused_by_rebuild_unless_forced_and_caught_by_the_anchor(
 
 def test_a_forged_task_is_refused_by_rebuild_and_the_anchor_says_what_follows_it(
         tmp_path: Path) -> None:
-    path = tmp_path / "bank.db"
-    _bank(path)
-    with Bank.open(str(path)) as bank:
-        before = bank.verify()
-    anchor = f"{before.head_seq}:{before.head_hash}"
+    path, before, anchor = _anchored(tmp_path)
     forged = _append_behind_its_back(path, tmp_path)
     with Bank.open(str(path)) as bank:
         report = bank.verify(Anchor.parse(anchor))
@@ -162,11 +164,7 @@ def test_a_forged_task_is_refused_by_rebuild_and_the_anchor_says_what_follows_it
 
 
 def test_a_forged_task_in_place_of_a_cut_one_fails_the_anchor(tmp_path: Path) -> None:
-    path = tmp_path / "bank.db"
-    _bank(path)
-    with Bank.open(str(path)) as bank:
-        before = bank.verify()
-    anchor = f"{before.head_seq}:{before.head_hash}"
+    path, before, anchor = _anchored(tmp_path)
     _cut_last_event(path)
     assert runner.invoke(app, ["rebuild", "--force", "--db", str(path)]).exit_code == 0
     _append_behind_its_back(path, tmp_path)  # the log is as long as the anchored one again
