@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bank import Bank  # noqa: E402
-from bank.imports import import_paths  # noqa: E402
-from bench.scale import write_events_file  # noqa: E402
+from bank import Bank
+from bank.imports import import_paths
+from bench.scale import write_events_file
 
 
 def timed(work: object) -> float:

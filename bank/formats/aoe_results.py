@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bank.errors import BankError
-from bank.formats.jsontext import read_json_file, shown
+from bank.formats.jsontext import finite_number, read_json_file, shown
 
 SUMMARY_FIELDS = ("repo_add_num", "repo_hit_num", "repo_reserved_num", "repo_unsatisfied_num",
                   "repo_update_num", "total_num")
@@ -125,14 +125,9 @@ def _report(path: Path, report_id: str | None, parts: Any, stamp: str | None) ->
 
 
 def _number(value: Any, where: str) -> float:
-    try:
-        number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-            else math.nan
-    except OverflowError:  # an integer of hundreds of digits
-        number = math.inf
-    if not math.isfinite(number) or number < 0:
+    if not finite_number(value) or value < 0:
         raise ImportFormatError(f"{where}: must be a non-negative number, not {shown(value)}")
-    return number
+    return float(value)
 
 
 def _percent(value: Any, where: str) -> float:

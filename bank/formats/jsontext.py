@@ -8,6 +8,7 @@ readers that take numbers reject them.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -88,10 +89,21 @@ def _refuse_lone_surrogates(value: Any, text: str, where: str, error: type[BankE
     except RecursionError:
         raise error(f"{where}: not valid JSON (nested too deeply)") from None
     except UnicodeEncodeError:
-        match = _SURROGATE.search(text)
-        line = text.count("\n", 0, match.start() if match else 0) + 1
+        line = text.count("\n", 0, _lone_surrogate_at(text)) + 1
         raise error(f"{where}: not valid JSON text (line {line}: a lone surrogate escape such as "
                     "\\ud800, which no Unicode text holds)") from None
+
+
+def _lone_surrogate_at(text: str) -> int:
+    """Where the first escape stands that is not half of a high-then-low pair (0 if none)."""
+    escapes = list(_SURROGATE.finditer(text))
+    paired: set[int] = set()
+    for first, second in itertools.pairwise(escapes):
+        high = first.group()[2].lower() == "d" and first.group()[3].lower() in "89ab"
+        if high and first.start() not in paired and second.start() == first.end() \
+                and second.group()[3].lower() in "cdef":
+            paired |= {first.start(), second.start()}
+    return next((m.start() for m in escapes if m.start() not in paired), 0)
 
 
 def shown(value: Any, limit: int = 40) -> str:
