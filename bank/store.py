@@ -302,6 +302,15 @@ class EventStore:
             row = conn.exec_driver_sql(statement, (seq,)).first()
             return None if row is None else str(row[0])
 
+    def seq_of_hash(self, chain_hash: str) -> int | None:
+        """The seq of the event whose chain hash is ``chain_hash``, or ``None`` (a scan: the
+        hash column has no index, and an audit asks this once)."""
+        with self._session() as session:
+            conn = session.connection()
+            statement = f"SELECT seq FROM events WHERE hash = {sql.mark(conn.dialect.paramstyle)}"
+            row = conn.exec_driver_sql(statement, (chain_hash,)).first()
+            return None if row is None else int(row[0])
+
     def is_initialised(self) -> bool:
         """Whether the database already holds a bank's tables."""
         with self._session() as session:

@@ -140,6 +140,7 @@ def test_a_cut_log_is_refused_by_rebuild_unless_forced_and_caught_by_the_anchor(
         with pytest.raises(BankError, match="rebuild refused"):
             bank.rebuild()
         assert not bank.verify(Anchor.parse(anchor)).ok
+        assert not bank.verify(Anchor.parse(before.head_hash)).ok  # a bare hash stands nowhere
     forced = runner.invoke(app, ["rebuild", "--force", "--db", str(path)])
     assert forced.exit_code == 0, forced.output
     assert "adopted despite verify (--force): the log ends at seq" in forced.stdout
@@ -158,6 +159,7 @@ def test_a_forged_task_is_refused_by_rebuild_and_the_anchor_says_what_follows_it
         report = bank.verify(Anchor.parse(anchor))
         assert any("tunebank did not append them" in p for p in report.problems)
         assert report.anchor == f"seq {before.head_seq} matches the anchor; {forged} event(s) follow it"
+        assert bank.verify(Anchor.parse(before.head_hash)).anchor == report.anchor
         with pytest.raises(BankError, match="rebuild refused"):
             bank.rebuild()
         assert bank.verify().problems == report.problems  # the refusal changed nothing
