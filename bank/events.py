@@ -294,6 +294,10 @@ def _validate(event: Event) -> None:
     for name in ("soc_version", "task_id", "recorded_at", "origin"):
         if not isinstance(getattr(event, name), str) or not getattr(event, name):
             raise EventValidationError(f"{where}: field {name} must be a non-empty string")
+    for name in ("repo_key", "op_name", "op_type"):
+        if getattr(event, name) is not None and not isinstance(getattr(event, name), str):
+            raise EventValidationError(f"{where}: field {name} must be a string or null, not "
+                                       f"{shown(getattr(event, name))}")
     if event.kind in OUTCOME_KINDS:
         if not event.repo_key:
             raise EventValidationError(f"{where}: field repo_key is required for outcomes")

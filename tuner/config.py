@@ -76,7 +76,8 @@ def load_selection(tuning_config: Path | None, tune_ops_file: Path | None) -> Tu
         knobs.update(_tiling_range(data.get("tiling_range"), where))
         impls = data.get("impl_options")
         if impls is not None:
-            if not isinstance(impls, list) or not impls or any(i not in IMPL_CODES for i in impls):
+            if not isinstance(impls, list) or not impls \
+                    or any(not isinstance(i, str) or i not in IMPL_CODES for i in impls):
                 raise ConfigError(f"{where}: impl_options must be a non-empty list of "
                                   f"{' / '.join(IMPL_CODES)}")
             knobs["impl"] = [IMPL_CODES[i] for i in impls]
@@ -91,8 +92,9 @@ def _tiling_range(value: Any, where: str) -> dict[str, list[int]]:
     out = {}
     for name, values in value.items():
         if (not isinstance(values, list) or not values
-                or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values)):
+                or not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31
+                           for v in values)):
             raise ConfigError(f"{where}: tiling_range.{name} must be a non-empty list of "
-                              "non-negative integers")
+                              "non-negative integers below 2^31")
         out[KNOB_ALIASES.get(str(name), str(name))] = values
     return out

@@ -201,6 +201,15 @@ def test_mutated_events_files(events_export: str, base_bank: Path, scratch: Path
         assert json.loads(result.stdout.splitlines()[-1].split(" event(s)")[0] or "0") >= 0
 
 
+def test_an_events_line_whose_op_name_is_not_text(events_export: str, base_bank: Path,
+                                                   scratch: Path) -> None:  # found by -m fuzz
+    bank = fresh_copy(base_bank, scratch)
+    text = events_export.replace('"op_name":null', '"op_name":false', 1)
+    path = _write(bank.parent, "events.jsonl", text.encode())
+    result = refused_or_sound(["import", str(path), "--db", str(bank)], bank)
+    assert result.exit_code == 1 and "field op_name must be a string or null, not False" in result.stderr
+
+
 # -- what narrows a tune --------------------------------------------------------------------------
 
 TUNING_CONFIG = {"ops_to_tune": ["Conv_0", "fire2/squeeze1x1_1"],
@@ -215,6 +224,19 @@ def test_hostile_tuning_configs(config: object, base_bank: Path, scratch: Path) 
     path = _write(bank.parent, "config.json", dumps(config))
     refused_or_sound(["tune", str(SQUEEZENET), *CHIP, "--db", str(bank), "--budget", "1",
                       "--tuning-config", str(path), "--progress-bar", "off"], bank)
+
+
+@pytest.mark.parametrize(("config", "message"), [  # found by `pytest -m fuzz`
+    ({"impl_options": [["cube"]]}, "impl_options must be a non-empty list of"),
+    ({"tiling_range": {"block_m": [10**400]}}, "non-negative integers below 2^31"),
+])
+def test_tuning_configs_that_once_gave_a_traceback(config: object, message: str, base_bank: Path,
+                                                   scratch: Path) -> None:
+    bank = fresh_copy(base_bank, scratch)
+    path = _write(bank.parent, "config.json", dumps(config))
+    result = refused_or_sound(["tune", str(SQUEEZENET), *CHIP, "--db", str(bank), "--budget", "1",
+                               "--tuning-config", str(path), "--progress-bar", "off"], bank)
+    assert result.exit_code == 1 and message in result.stderr, result.stderr
 
 
 @fuzz(20)
