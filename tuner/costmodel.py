@@ -36,6 +36,33 @@ def _ceil(a: Array | int, b: Array | int) -> Array:
     return np.ceil(np.asarray(a, dtype=np.float64) / np.asarray(b, dtype=np.float64))
 
 
+FIT_KNOBS = {
+    "matmul": ("baseM", "baseN", "baseK", "stepM", "stepN", "stepKa", "stepKb", "depthA1",
+               "depthB1", "dbL0A", "dbL0B", "dbL0C"),
+    "conv": ("hoL0", "woL0", "kL0", "nL0", "hoL1", "kAL1", "kBL1", "batchDim", "nDim", "format"),
+    "vector": ("tile", "doubleBuffer"),
+    "subgraph": ("fuseDepth", "ubTile", "doubleBuffer"),
+}
+"""The knobs whether a candidate fits the chip depends on, per space family: what
+:meth:`CostModel.fits` reads (tests/tuner/test_optimum.py holds it to :meth:`CostModel.evaluate`)."""
+
+
+@dataclass(frozen=True)
+class _ConvGeometry:
+    """The tile sizes of a conv tiling, one array each."""
+
+    k_total: Array
+    wo_t: Array
+    m_pad: Array
+    k_l0: Array
+    n_l0: Array
+    k_tiles: Array
+    ka: Array
+    kb: Array
+    ho_l1: Array
+    rows_in: Array
+
+
 @dataclass(frozen=True)
 class CostModel:
     """The analytic model of one chip."""
@@ -68,14 +95,7 @@ class CostModel:
     def _matmul(self, w: MatmulWork, k: dict[str, np.ndarray]) -> Array:
         soc = self.soc
         bm, bn, bk = k["baseM"], k["baseN"], k["baseK"]
-        feasible = (
-            (bm * bk * FP16 * (1 + k["dbL0A"]) <= soc.l0a_bytes)
-            & (bk * bn * FP16 * (1 + k["dbL0B"]) <= soc.l0b_bytes)
-            & (bm * bn * FP32 * (1 + k["dbL0C"]) <= soc.l0c_bytes)
-            & (k["depthA1"] % (k["stepM"] * k["stepKa"]) == 0)
-            & (k["depthB1"] % (k["stepN"] * k["stepKb"]) == 0)
-            & ((k["depthA1"] * bm * bk + k["depthB1"] * bk * bn) * FP16 <= soc.l1_bytes)
-        )
+        feasible = self._matmul_fits(w, k)
         core_m = k["coreSplitM"]
         core_n = np.maximum(1, soc.ai_cores // core_m)
         m_tiles, n_tiles, k_tiles = w.batch * _ceil(w.m, bm), _ceil(w.n, bn), _ceil(w.k, bk)
@@ -110,6 +130,21 @@ class CostModel:
         latency = np.where(k["impl"] == 1, vector_us, cube_us) + soc.launch_us
         return np.where(feasible | (k["impl"] == 1), latency, np.inf)
 
+    def _matmul_fits(self, w: MatmulWork, k: dict[str, np.ndarray]) -> np.ndarray:
+        """Whether the Cube tiling fits L0A/L0B/L0C and L1 and its steps divide its depths
+        (reads only :data:`FIT_KNOBS` ``["matmul"]``)."""
+        soc = self.soc
+        bm, bn, bk = k["baseM"], k["baseN"], k["baseK"]
+        fits: np.ndarray = (
+            (bm * bk * FP16 * (1 + k["dbL0A"]) <= soc.l0a_bytes)
+            & (bk * bn * FP16 * (1 + k["dbL0B"]) <= soc.l0b_bytes)
+            & (bm * bn * FP32 * (1 + k["dbL0C"]) <= soc.l0c_bytes)
+            & (k["depthA1"] % (k["stepM"] * k["stepKa"]) == 0)
+            & (k["depthB1"] % (k["stepN"] * k["stepKb"]) == 0)
+            & ((k["depthA1"] * bm * bk + k["depthB1"] * bk * bn) * FP16 <= soc.l1_bytes)
+        )
+        return fits
+
     def _nz_conversion_us(self, w: MatmulWork) -> float:
         """FRACTAL_NZ operands: the activation (and a non-constant B) and the output convert."""
         a = w.batch * w.m * w.k * FP16
@@ -129,28 +164,11 @@ class CostModel:
         soc = self.soc
         nchw = k["format"] == 1
         taps = w.kh * w.kw
-        k_total = np.where(nchw, _ceil(w.cin * taps, C0) * C0, _ceil(w.cin, C0) * C0 * taps)
+        g = self._conv_geometry(w, k)
+        k_total, wo_t, m_pad, k_l0, n_l0 = g.k_total, g.wo_t, g.m_pad, g.k_l0, g.n_l0
+        k_tiles, ka, kb, ho_l1, rows_in = g.k_tiles, g.ka, g.kb, g.ho_l1, g.rows_in
         n_total = _ceil(w.cout, C0) * C0
-        wo_t = np.minimum(k["woL0"], w.wout)
-        m_tile = k["hoL0"] * wo_t
-        m_pad = _ceil(m_tile, C0) * C0
-        k_l0, n_l0 = k["kL0"] * C0, k["nL0"] * C0
-        k_tiles = _ceil(k_total, k_l0)
-        ka = np.where(k["kAL1"] == 0, k_tiles, np.minimum(k["kAL1"], k_tiles))
-        kb = np.where(k["kBL1"] == 0, k_tiles, np.minimum(k["kBL1"], k_tiles))
-        ho_l1 = k["hoL0"] * k["hoL1"]
-        rows_in = (ho_l1 - 1) * w.sh + (w.kh - 1) * w.dh + 1
-        a_l1 = np.minimum(rows_in, w.hin) * w.win * ka * k_l0 / taps * FP16
-        b_l1 = kb * k_l0 * n_l0 * FP16
-        feasible = (
-            (m_pad * k_l0 * FP16 * 2 <= soc.l0a_bytes)
-            & (k_l0 * n_l0 * FP16 * 2 <= soc.l0b_bytes)
-            & (m_pad * n_l0 * FP32 * 2 <= soc.l0c_bytes)
-            & (2 * (a_l1 + b_l1) <= soc.l1_bytes)
-            & (k["batchDim"] * k["nDim"] <= soc.ai_cores)
-            & (k["batchDim"] <= max(w.batch, 1))
-            & (k["hoL0"] <= max(w.hout, 1) * 2)
-        )
+        feasible = self._conv_fits(w, k, g)
         m_blocks = _ceil(w.hout, k["hoL0"]) * _ceil(w.wout, wo_t)
         n_tiles = _ceil(n_total, n_l0)
         core_m = np.maximum(1, soc.ai_cores // (k["batchDim"] * k["nDim"]))
@@ -179,13 +197,66 @@ class CostModel:
         latency = np.maximum(core_us, self._gm_us(gm_bytes)) + (used - 1) * CORE_START_US
         return np.where(feasible, latency + soc.launch_us, np.inf)
 
+    def _conv_geometry(self, w: ConvWork, k: dict[str, np.ndarray]) -> _ConvGeometry:
+        """The tile sizes a conv tiling implies (reads only :data:`FIT_KNOBS` ``["conv"]``)."""
+        nchw = k["format"] == 1
+        taps = w.kh * w.kw
+        k_total = np.where(nchw, _ceil(w.cin * taps, C0) * C0, _ceil(w.cin, C0) * C0 * taps)
+        wo_t = np.minimum(k["woL0"], w.wout)
+        m_pad = _ceil(k["hoL0"] * wo_t, C0) * C0
+        k_l0, n_l0 = k["kL0"] * C0, k["nL0"] * C0
+        k_tiles = _ceil(k_total, k_l0)
+        ka = np.where(k["kAL1"] == 0, k_tiles, np.minimum(k["kAL1"], k_tiles))
+        kb = np.where(k["kBL1"] == 0, k_tiles, np.minimum(k["kBL1"], k_tiles))
+        ho_l1 = k["hoL0"] * k["hoL1"]
+        rows_in = (ho_l1 - 1) * w.sh + (w.kh - 1) * w.dh + 1
+        return _ConvGeometry(k_total, wo_t, m_pad, k_l0, n_l0, k_tiles, ka, kb, ho_l1, rows_in)
+
+    def _conv_fits(self, w: ConvWork, k: dict[str, np.ndarray], g: _ConvGeometry) -> np.ndarray:
+        """Whether a conv tiling fits L0 and L1 and its core split the chip and the batch."""
+        soc = self.soc
+        a_l1 = np.minimum(g.rows_in, w.hin) * w.win * g.ka * g.k_l0 / (w.kh * w.kw) * FP16
+        b_l1 = g.kb * g.k_l0 * g.n_l0 * FP16
+        fits: np.ndarray = (
+            (g.m_pad * g.k_l0 * FP16 * 2 <= soc.l0a_bytes)
+            & (g.k_l0 * g.n_l0 * FP16 * 2 <= soc.l0b_bytes)
+            & (g.m_pad * g.n_l0 * FP32 * 2 <= soc.l0c_bytes)
+            & (2 * (a_l1 + b_l1) <= soc.l1_bytes)
+            & (k["batchDim"] * k["nDim"] <= soc.ai_cores)
+            & (k["batchDim"] <= max(w.batch, 1))
+            & (k["hoL0"] <= max(w.hout, 1) * 2)
+        )
+        return fits
+
+    def fits(self, work: Workload, knobs: dict[str, np.ndarray]) -> np.ndarray:
+        """Whether each candidate fits the chip, from the values of the family's
+        :data:`FIT_KNOBS` alone: a candidate this says does not fit is ``inf`` in
+        :meth:`evaluate`, whatever its other knobs (a matmul on the vector unit, ``impl`` 1,
+        always fits and is not covered)."""
+        if isinstance(work, SubgraphWork):
+            return self._subgraph_fits(work, knobs)
+        if isinstance(work, MatmulWork):
+            return self._matmul_fits(work, knobs)
+        if isinstance(work, ConvWork):
+            return self._conv_fits(work, knobs, self._conv_geometry(work, knobs))
+        return self._vector_fits(work, knobs)
+
+    def _vector_fits(self, w: VectorWork, k: dict[str, np.ndarray]) -> np.ndarray:
+        fits: np.ndarray = k["tile"] * FP16 * (w.inputs + 1) * (1 + k["doubleBuffer"]) <= self.soc.ub_bytes
+        return fits
+
+    def _subgraph_fits(self, w: SubgraphWork, k: dict[str, np.ndarray]) -> np.ndarray:
+        streams = np.cumsum([0] + [step.extra_streams for step in w.steps])[k["fuseDepth"]]
+        fits: np.ndarray = ((k["ubTile"] * FP16 * (2 + streams) * (1 + k["doubleBuffer"])
+                             <= self.soc.ub_bytes) | (k["fuseDepth"] == 0))
+        return fits
+
     # -- vector unit --------------------------------------------------------------------------
 
     def _vector(self, w: VectorWork, k: dict[str, np.ndarray]) -> Array:
         soc = self.soc
         tile, db, dim = k["tile"], k["doubleBuffer"], k["blockDim"]
-        buffers = w.inputs + 1
-        feasible = tile * FP16 * buffers * (1 + db) <= soc.ub_bytes
+        feasible = self._vector_fits(w, k)
         whole_rows = (w.row == 0) | (tile >= w.row)
         useful = np.where((w.row > 0) & whole_rows, np.floor(tile / max(w.row, 1)) * w.row, tile)
         passes = np.where(whole_rows, 1, w.passes_split)
@@ -217,7 +288,7 @@ class CostModel:
         extra = np.cumsum([0] + [step.extra_bytes for step in w.steps])[depth]
         streams = np.cumsum([0] + [step.extra_streams for step in w.steps])[depth]
         left = np.concatenate([np.cumsum(alone[::-1])[::-1], [0.0]])[depth]  # steps not fused
-        feasible = tile * FP16 * (2 + streams) * (1 + db) <= soc.ub_bytes
+        feasible = self._subgraph_fits(w, k)
         tiles = _ceil(w.elements, tile)
         per_core = _ceil(tiles, dim)
         compute = tile * ops / soc.vector_fp16_per_cycle
@@ -231,7 +302,7 @@ class CostModel:
         with_anchor = np.where(db == 1, np.maximum(anchor_side, fused_us) + fused_us / per_core,
                                anchor_side + fused_us)
         latency = np.where(depth > 0, with_anchor, anchor_us) + left
-        return np.where(feasible | (depth == 0), latency, np.inf)
+        return np.where(feasible, latency, np.inf)
 
 
 @functools.lru_cache(maxsize=4096)
