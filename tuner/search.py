@@ -89,7 +89,9 @@ class Evaluator:
 
 
 class BaseSearch(ABC):
-    """A search strategy. ``budget`` caps the measurements it may spend."""
+    """A search strategy. ``budget`` caps the distinct candidates measured for the key, counted
+    on the evaluator from its first measurement: the compiler's default, which the tuner
+    prices before the search starts, is one of them (``--budget 64`` measures 64)."""
 
     name = "base"
 
@@ -112,7 +114,7 @@ class BaseSearch(ABC):
         """
         self._best: tuple[float, tuple[int, ...]] | None = None
         self._evaluate = evaluate
-        self._start = evaluate.measurements
+        self._start = 0  # the budget counts every distinct candidate measured, the default included
         self._progress: Progress | None = progress
         self._step = self._total = 0
         if space.size <= self.budget and self.name != "exhaustive":

@@ -280,3 +280,18 @@ def test_reload_continues_an_unfinished_task_of_its_own_job_type(tmp_path: Path)
     assert resumed.task_id == stale and resumed.job_type == "sgat" and resumed.resumed
     assert resumed.result_file.name.startswith("aoe_result_sgat_")
     assert resumed.repo_summary["total_num"] == 11  # VGG-19's subgraph keys
+
+
+@pytest.mark.parametrize("mode", ["ga", "rl", "random"])
+def test_the_budget_counts_every_distinct_candidate_the_default_included(mode: str,
+                                                                         tmp_path: Path) -> None:
+    """`--budget 16` measures 16 candidates of a key whose space is larger (the compiler's
+    default, priced first, is one of them), and the whole space of a smaller one."""
+    from tuner.config import TuneSelection
+    from tuner.model import load_model
+    from tuner.plan import plan_tune
+    from tuner.socs import get_soc
+
+    report = run_tune(tmp_path / "b.db", tmp_path, budget=16, mode=mode)
+    plan = plan_tune(load_model(VGG), get_soc("Ascend310"), TuneSelection())
+    assert report.measurements == sum(min(16, g.space.size) for g in plan.groups)
