@@ -163,7 +163,6 @@ class CostModel:
     def _conv(self, w: ConvWork, k: dict[str, np.ndarray]) -> Array:
         soc = self.soc
         nchw = k["format"] == 1
-        taps = w.kh * w.kw
         g = self._conv_geometry(w, k)
         k_total, wo_t, m_pad, k_l0, n_l0 = g.k_total, g.wo_t, g.m_pad, g.k_l0, g.n_l0
         k_tiles, ka, kb, ho_l1, rows_in = g.k_tiles, g.ka, g.kb, g.ho_l1, g.rows_in
@@ -286,7 +285,6 @@ class CostModel:
         alone = np.array([self.default_us(step.alone) for step in w.steps])
         ops = np.cumsum([0.0] + [step.ops_per_element for step in w.steps])[depth]
         extra = np.cumsum([0] + [step.extra_bytes for step in w.steps])[depth]
-        streams = np.cumsum([0] + [step.extra_streams for step in w.steps])[depth]
         left = np.concatenate([np.cumsum(alone[::-1])[::-1], [0.0]])[depth]  # steps not fused
         feasible = self._subgraph_fits(w, k)
         tiles = _ceil(w.elements, tile)

@@ -85,7 +85,7 @@ def fitting_candidates(cost: CostModel, work: Workload, space: SearchSpace) -> I
             rows = np.empty((len(part) * len(inner_grid), len(names)), dtype=np.int64)
             rows[:, outer] = np.repeat(part, len(inner_grid), axis=0)
             rows[:, inner] = np.tile(inner_grid, (len(part), 1))
-            if impl is not None:
+            if impl is not None and cube_at is not None:
                 rows[:, impl] = cube_at
             yield rows
 
