@@ -72,6 +72,10 @@ def tune(
         "--result-format", help="OPAT result file format: v2 (newer) or v1 (older).")] = ResultFormat.v2,
     output: Annotated[Path | None, typer.Option(
         help="Write the annotated model in DIR/aoe_workspace/... .")] = None,
+    transfer: Annotated[bool, typer.Option(
+        "--transfer/--no-transfer",
+        help="Start a new key's search from the policies of the bank's nearest known keys, and "
+             "stop it early once it stops improving.")] = True,
     progress_bar: Annotated[OnOff, typer.Option("--progress-bar", help="Progress on stderr.")] = OnOff.on,
     as_json: JsonOption = False,
 ) -> None:
@@ -86,7 +90,7 @@ def tune(
         tuning_config=tuning_config, tune_ops_file=tune_ops_file,
         load_tuning_result=load_tuning_result, noise=noise, run_loop=run_loop,
         tuning_name=tuning_name, result_format=result_format.value, work_dir=result_folder(),
-        output=output, given=_given(ctx, RESUMED))
+        output=output, transfer=transfer, given=_given(ctx, RESUMED))
     reporter = _progress() if progress_bar == OnOff.on and not as_json else None
     try:
         report = run_tune(lambda: open_bank(db, create=True), options, reporter)

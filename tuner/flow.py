@@ -42,10 +42,11 @@ from tuner.search import Evaluator, SearchError, make_search
 from tuner.socs import get_soc
 from tuner.space import SearchSpace
 from tuner.subgraphs import plan_subgraphs
+from tuner.transfer import Donors, Neighbour, map_into
 
 BACKEND = "sim"
 RESUMED = {"mode": "search_mode", "seed": "seed", "budget": "budget", "retune": "retune",
-           "noise": "noise", "run_loop": "run_loop"}
+           "noise": "noise", "run_loop": "run_loop", "transfer": "transfer"}
 """The search settings --reload takes from the unfinished task: option -> task_started field."""
 
 JOB_TYPES = {"operator": "opat", "opat": "opat", "2": "opat",
@@ -94,6 +95,8 @@ class TuneOptions:
     result_format: str = "v2"
     work_dir: Path = Path(".")
     output: Path | None = None
+    transfer: bool = True
+    """Start a new key's search from the policies of the bank's nearest known keys."""
     given: frozenset[str] = frozenset()
     """The options the user set (not left at their defaults): with ``reload``, one that differs
     from the unfinished task's setting is an error rather than silently overridden."""
@@ -179,6 +182,9 @@ class _Run:
     started: float
     measurements: int = 0
     notices: list[str] = field(default_factory=list)
+    donors: Donors | None = None
+    """The bank's policies the keys of this tune may borrow from, read once before the first
+    search (None: transfer is off)."""
     written_keys: int = 0
     written_at: float = 0.0
 
@@ -271,6 +277,7 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
             notices.append(f"task {task.task_id} of this model is unfinished; "
                            "--reload would have continued it")
         extra = {"seed": options.seed, "budget": options.budget, "retune": options.retune,
+                 "transfer": options.transfer,
                  "noise": options.noise, "run_loop": options.run_loop, "backend": BACKEND,
                  "cost_model_version": COST_MODEL_VERSION,
                  "tool_version": tool_version(), "selected": sorted(selection.op_names)}
@@ -335,6 +342,8 @@ def _tune_keys(run: _Run, loaded: dict[str, dict[str, Any]], reporter: Reporter)
         _record(run, [o for g in reused
                       for o in _known_outcomes(g, known.get(g.repo_key), fruitless.get(g.repo_key))])
         todo = [g for g in todo if g not in reused]
+    if run.options.transfer and todo and run.options.job_type == "opat":
+        run.donors = Donors.load(run.bank, {g.op_type for g in todo}, exclude_task=run.task_id)
     reporter.start(len(todo), len(run.plan.groups) - len(todo))
     for index, group in enumerate(todo, 1):
         reporter.key_started(index, len(todo), group)
@@ -388,13 +397,19 @@ def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
     default_us = float(evaluate(np.array([group.space.default]))[0])
     warm = group.space.encode(stored.knowledge) if stored else _loaded_candidate(group, loaded)
     search = make_search(options.mode, options.budget, rng)
+    neighbours = run.donors.nearest(group.info, options.soc_version, group.repo_key) \
+        if run.donors is not None else []
+    borrowed = [map_into(group.space, n.knowledge, run.cost, group.work) for n in neighbours]
+    patience = max(PATIENCE_MIN, min(search.budget, group.space.size) // PATIENCE_SHARE) \
+        if borrowed else None
     try:
         if stored is None and warm is not None:  # --load-tuning-result: measure it, no search
             found_us, candidate = float(evaluate(np.array([warm]))[0]), warm
             reason = "loaded"
         else:
             result = search.search(group.space, evaluate, warm,
-                                   lambda g, n, best: reporter.generation(group, g, n, best))
+                                   lambda g, n, best: reporter.generation(group, g, n, best),
+                                   borrowed=borrowed, patience=patience)
             found_us, candidate, reason = result.latency_us, result.candidate, None
         if not np.isfinite(found_us):
             raise SearchError("no feasible candidate")
@@ -402,7 +417,25 @@ def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
         run.measurements += evaluate.measurements
         return _failed(group, stored, default_us, evaluate.measurements, str(exc))
     run.measurements += evaluate.measurements
-    return _decide(group, stored, default_us, found_us, candidate, evaluate.measurements, reason)
+    trail = _trail(neighbours, search.budget, evaluate.measurements, group.space.size)
+    return _decide(group, stored, default_us, found_us, candidate, evaluate.measurements, reason,
+                   trail)
+
+
+PATIENCE_MIN = 16
+PATIENCE_SHARE = 8
+"""A search that borrowed from known keys stops once max(PATIENCE_MIN, B / PATIENCE_SHARE)
+measurements in a row found nothing better, B the smaller of its budget and its space (a small
+space is then searched rather than measured whole); one that borrowed nothing spends its
+budget, or measures its space whole."""
+
+
+def _trail(neighbours: list[Neighbour], budget: int, measured: int, size: int) -> dict[str, Any]:
+    """What an outcome records of where its search started and how much budget it used."""
+    if not neighbours:
+        return {}
+    return {"borrowed_from": [n.as_json() for n in neighbours], "budget": budget,
+            "stopped_early": measured < min(budget, size)}
 
 
 def _loaded_candidate(group: KeyGroup, loaded: dict[str, dict[str, Any]]) -> tuple[int, ...] | None:
@@ -413,9 +446,10 @@ def _loaded_candidate(group: KeyGroup, loaded: dict[str, dict[str, Any]]) -> tup
 
 
 def _decide(group: KeyGroup, stored: Policy | None, default_us: float, found_us: float,
-            candidate: tuple[int, ...], measurements: int, reason: str | None) -> list[Outcome]:
+            candidate: tuple[int, ...], measurements: int, reason: str | None,
+            trail: dict[str, Any]) -> list[Outcome]:
     default = _finite(default_us)
-    extra = _payload(group, measurements, best_found_us=found_us, default_us=default)
+    extra = _payload(group, measurements, best_found_us=found_us, default_us=default, **trail)
     knowledge = group.space.knowledge(candidate)
     mode = tune_mode(group.space, candidate)
     if stored is not None:

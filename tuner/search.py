@@ -8,7 +8,7 @@ twice) and counts measurements against the budget.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,8 +106,15 @@ class BaseSearch(ABC):
 
     def search(self, space: SearchSpace, evaluate: Evaluator,
                warm_start: tuple[int, ...] | None = None,
-               progress: Progress | None = None) -> SearchResult:
+               progress: Progress | None = None, borrowed: Sequence[tuple[int, ...]] = (),
+               patience: int | None = None) -> SearchResult:
         """Run the strategy and return the best candidate measured.
+
+        Args:
+            borrowed: candidates from known keys like this one (see :mod:`tuner.transfer`),
+                measured among the first, after the warm start and the default.
+            patience: stop once this many measurements in a row found nothing better
+                (``None``: spend the whole budget).
 
         Raises:
             SearchError: no candidate measured was feasible.
@@ -115,9 +122,12 @@ class BaseSearch(ABC):
         self._best: tuple[float, tuple[int, ...]] | None = None
         self._evaluate = evaluate
         self._start = 0  # the budget counts every distinct candidate measured, the default included
+        self._borrowed = [tuple(int(v) for v in row) for row in borrowed]
+        self._patience = patience
+        self._last_gain = 0
         self._progress: Progress | None = progress
         self._step = self._total = 0
-        if space.size <= self.budget and self.name != "exhaustive":
+        if space.size <= self.budget and self.name != "exhaustive" and not self._borrowed:
             _enumerate(space, self._scored)  # the whole space costs no more than the budget
         else:
             self.run(space, self._scored, warm_start)
@@ -131,6 +141,8 @@ class BaseSearch(ABC):
         latencies = self._evaluate(candidates)
         i = int(np.argmin(latencies))
         found = (float(latencies[i]), tuple(int(v) for v in candidates[i]))
+        if self._best is None or found[0] < self._best[0]:
+            self._last_gain = self._evaluate.measurements
         if self._best is None or found < self._best:
             self._best = found
         return latencies
@@ -139,10 +151,12 @@ class BaseSearch(ABC):
         return np.stack([self.rng.integers(0, len(k.values), n) for k in space.knobs], axis=1)
 
     def _seeds(self, space: SearchSpace, warm_start: tuple[int, ...] | None) -> np.ndarray:
-        """The first candidates to measure: the warm start (the policy the bank holds) and the
-        compiler's default, as many as the budget allows."""
+        """The first candidates to measure: the warm start (the policy the bank holds), the
+        compiler's default and the borrowed candidates, as many as the budget allows."""
         seeds = [tuple(warm_start)] if warm_start else []
-        seeds += [tuple(space.default)] if tuple(space.default) not in seeds else []
+        for row in (tuple(space.default), *self._borrowed):
+            if row not in seeds:
+                seeds.append(row)
         return np.array(seeds[: self.budget])
 
     def _tick(self, unit: int, done: bool = False) -> None:
@@ -158,8 +172,12 @@ class BaseSearch(ABC):
 
     @property
     def left(self) -> int:
-        """Measurements the budget still allows."""
-        return self.budget - (self._evaluate.measurements - self._start)
+        """Measurements the budget still allows: none once ``patience`` measurements in a row
+        found nothing better."""
+        spent = self._evaluate.measurements - self._start
+        if self._patience is not None and spent - self._last_gain >= self._patience:
+            return 0
+        return self.budget - spent
 
     def _fresh(self, space: SearchSpace, candidates: np.ndarray, n: int) -> np.ndarray:
         """``n`` candidates never measured (fewer only if the budget is nearly spent): the

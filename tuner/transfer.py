@@ -1,0 +1,191 @@
+"""Transfer: a key the bank has never seen starts its search from what the bank knows of keys
+like it.
+
+The donors are the bank's measured policies (backend ``sim``) of the same operator family, read
+once when a tune starts, so the keys a tune records itself do not steer its later keys (a tune
+from an empty bank searches exactly as it would without transfer). A key's neighbours are
+the donors nearest to it by :func:`distance`, same chip first; each neighbour's winning policy
+is mapped into the new key's space (each knob to its nearest value there) and repaired until
+it fits the chip (knob by knob back to the compiler's default), then measured among the
+search's first candidates.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tuner.costmodel import FIT_KNOBS, CostModel
+from tuner.space import SearchSpace
+from tuner.workload import CONV_OPS, MATMUL_OPS, Workload
+
+if TYPE_CHECKING:
+    from bank import Bank
+    from bank.projection import Policy
+
+NEIGHBOURS = 3
+"""How many of the nearest known keys seed a new key's search."""
+OTHER_CHIP = 4.0
+"""What a donor on another chip adds to its distance: its times, and some of its knobs'
+ranges, are another chip's."""
+DTYPE_MISMATCH = 2.0
+OP_TYPE_MISMATCH = 1.0
+ATTR_MISMATCH = 0.5
+
+
+def family(op_type: str | None) -> str | None:
+    """The search-space family of an operator type: ``conv``, ``matmul`` or ``vector``."""
+    if op_type is None:
+        return None
+    if op_type in CONV_OPS:
+        return "conv"
+    if op_type in MATMUL_OPS:
+        return "matmul"
+    return "vector"
+
+
+def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float | None:
+    """How far apart two operator keys (info_dicts) are, or ``None`` if one's policy says
+    nothing of the other's (another family, another vector operator, another tensor layout).
+
+    The distance is the sum, over every dimension of every input and output, of the difference
+    of their log2 sizes (a shape twice as large in one dimension is 1 away), plus 2 for each
+    tensor of another dtype, 1 for another operator type of the same family (Gemm for MatMul)
+    and 0.5 for each kernel attribute (strides, dilations, groups, ...) of another value.
+    """
+    if family(a.get("op_type")) is None or family(a.get("op_type")) != family(b.get("op_type")):
+        return None
+    if family(a.get("op_type")) == "vector" and a.get("op_type") != b.get("op_type"):
+        return None
+    ta, tb = _tensors(a), _tensors(b)
+    if ta is None or tb is None or [len(s) for s, _ in ta] != [len(s) for s, _ in tb]:
+        return None
+    total = sum(abs(math.log2(x) - math.log2(y)) for (sa, _), (sb, _) in zip(ta, tb, strict=True)
+                for x, y in zip(sa, sb, strict=True))
+    total += DTYPE_MISMATCH * sum(da != db for (_, da), (_, db) in zip(ta, tb, strict=True))
+    total += OP_TYPE_MISMATCH * (a.get("op_type") != b.get("op_type"))
+    attrs_a, attrs_b = a.get("attrs") or {}, b.get("attrs") or {}
+    total += ATTR_MISMATCH * sum(attrs_a.get(k) != attrs_b.get(k) for k in set(attrs_a) | set(attrs_b))
+    return float(total)
+
+
+def _tensors(info: Mapping[str, Any]) -> list[tuple[list[int], Any]] | None:
+    """Every input's and output's shape (sizes at least 1) and dtype, or ``None`` if the
+    info_dict does not describe tensors (an imported AOE entry, a subgraph)."""
+    out = []
+    for tensor in [*(info.get("inputs") or []), *(info.get("outputs") or [])]:
+        shape = tensor.get("shape") if isinstance(tensor, Mapping) else None
+        if not isinstance(shape, list) or not all(isinstance(d, int) for d in shape):
+            return None
+        out.append(([max(1, d) for d in shape], tensor.get("dtype")))
+    return out or None
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A known key near a new one: where its policy comes from, and how far it is."""
+
+    repo_key: str
+    soc_version: str
+    task_id: str
+    distance: float
+    knowledge: Mapping[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        """What an outcome records of where its search started."""
+        return {"repo_key": self.repo_key, "soc_version": self.soc_version,
+                "task_id": self.task_id, "distance": round(self.distance, 3)}
+
+
+class Donors:
+    """The bank's measured policies a tune may borrow from, read once when it starts."""
+
+    def __init__(self, policies: Iterable[Policy], exclude_task: str | None = None) -> None:
+        self._policies = [p for p in policies
+                          if p.backend == "sim" and p.knowledge and family(p.op_type) is not None
+                          and _tensors(p.info_dict) is not None and p.task_id != exclude_task]
+
+    @classmethod
+    def load(cls, bank: Bank, op_types: Iterable[str | None],
+             exclude_task: str | None = None) -> Donors:
+        """The measured policies of every chip for the families of ``op_types``, but those of
+        ``exclude_task`` (a resumed tune does not borrow from its own first part, so it searches
+        as the uninterrupted tune would have)."""
+        from bank.store import PolicyFilter
+
+        types = set(op_types)
+        families = {family(t) for t in types} - {None}
+        wanted = ({t for t in types if t} | (set(CONV_OPS) if "conv" in families else set())
+                  | (set(MATMUL_OPS) if "matmul" in families else set()))
+        return cls((p for op_type in sorted(wanted)
+                    for p in bank.policies(PolicyFilter(op_type=op_type))), exclude_task)
+
+    def __len__(self) -> int:
+        return len(self._policies)
+
+    def nearest(self, info: Mapping[str, Any], soc_version: str, repo_key: str,
+                count: int = NEIGHBOURS) -> list[Neighbour]:
+        """The ``count`` known keys nearest to ``info`` (itself left out), same chip first
+        (another chip's distance is :data:`OTHER_CHIP` more), ties by key."""
+        found = []
+        for policy in self._policies:
+            if policy.repo_key == repo_key and policy.soc_version == soc_version:
+                continue
+            apart = distance(info, policy.info_dict)
+            if apart is None:
+                continue
+            apart += 0.0 if policy.soc_version == soc_version else OTHER_CHIP
+            found.append(Neighbour(policy.repo_key, policy.soc_version, policy.task_id, apart,
+                                   policy.knowledge))
+        found.sort(key=lambda n: (n.distance, n.soc_version != soc_version, n.repo_key))
+        return found[:count]
+
+
+def map_into(space: SearchSpace, knowledge: Mapping[str, Any], cost: CostModel,
+             work: Workload) -> tuple[int, ...]:
+    """A policy of another key as a candidate of ``space``: each knob at its value there, or the
+    nearest value (in log2) where the space lacks it, the compiler's default where the policy
+    has no such knob; then knobs the fit depends on put back to their defaults, one at a time,
+    until the candidate fits the chip."""
+    candidate = [_nearest_index(knob.values, knob.labels, knowledge.get(knob.name), default)
+                 for knob, default in zip(space.knobs, space.default, strict=True)]
+    return repair(space, candidate, cost, work)
+
+
+def _nearest_index(values: Sequence[int], labels: Sequence[str] | None, value: Any,
+                   default: int) -> int:
+    if labels is not None:
+        return list(labels).index(value) if value in labels else default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    if value in values:
+        return list(values).index(int(value))
+    return min(range(len(values)),
+               key=lambda i: (abs(math.log2(values[i] + 1) - math.log2(max(value, 0) + 1)), i))
+
+
+def repair(space: SearchSpace, candidate: Sequence[int], cost: CostModel,
+           work: Workload) -> tuple[int, ...]:
+    """``candidate`` made to fit the chip: the knobs the fit depends on are set back to the
+    compiler's default one at a time, in the space's order, until it fits (the default
+    always does). A matmul on the vector unit always fits as it is."""
+    import numpy as np
+
+    names = [knob.name for knob in space.knobs]
+    row = list(candidate)
+
+    def fits() -> bool:
+        if "impl" in names and space.knobs[names.index("impl")].values[row[names.index("impl")]] == 1:
+            return True
+        knobs = {name: np.asarray([space.knobs[i].values[row[i]]])
+                 for i, name in enumerate(names) if name in FIT_KNOBS[space.family]}
+        return bool(cost.fits(work, knobs)[0])
+
+    for i, name in enumerate(names):
+        if fits():
+            break
+        if name in FIT_KNOBS[space.family]:
+            row[i] = space.default[i]
+    return tuple(row)
