@@ -1,0 +1,131 @@
+"""Transfer: the bank's nearest known keys seed a new key's search (issue 17)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from bank import Bank
+from fixtures.model_versions import dilated
+from tests.tuner.conftest import BERT_SHAPE, MODELS
+from tuner.config import TuneSelection
+from tuner.costmodel import CostModel
+from tuner.flow import TuneOptions, TuneReport, tune
+from tuner.model import load_model
+from tuner.plan import plan_tune
+from tuner.socs import get_soc
+from tuner.transfer import distance, map_into, repair
+
+RESNET = MODELS / "resnet50.onnx"
+CONV = {"op_type": "Conv", "attrs": {"strides": [1, 1]},
+        "inputs": [{"shape": [1, 64, 56, 56], "dtype": "float16"},
+                   {"shape": [64, 64, 3, 3], "dtype": "float16"}],
+        "outputs": [{"shape": [1, 64, 56, 56], "dtype": "float16"}]}
+
+
+def _with(info: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return {**json.loads(json.dumps(info)), **changes}
+
+
+def test_distance_is_log2_shape_plus_penalties() -> None:
+    assert distance(CONV, CONV) == 0.0
+    wider = _with(CONV, outputs=[{"shape": [1, 128, 56, 56], "dtype": "float16"}])
+    assert distance(CONV, wider) == 1.0  # one dimension twice as large
+    assert distance(CONV, _with(CONV, op_type="ConvTranspose")) == 1.0
+    assert distance(CONV, _with(CONV, attrs={"strides": [2, 2]})) == 0.5
+    fp32 = _with(CONV, outputs=[{"shape": [1, 64, 56, 56], "dtype": "float32"}])
+    assert distance(CONV, fp32) == 2.0
+    assert distance(CONV, _with(CONV, op_type="MatMul")) is None  # another family
+    relu = {"op_type": "Relu", "inputs": [{"shape": [8, 8], "dtype": "float16"}],
+            "outputs": [{"shape": [8, 8], "dtype": "float16"}]}
+    assert distance(relu, _with(relu, op_type="Sigmoid")) is None  # another vector operator
+    assert distance(relu, {"op_type": "Relu", "op_name": "r"}) is None  # an imported AOE entry
+    assert distance(CONV, _with(CONV, inputs=CONV["inputs"][:1])) is None  # another arity
+
+
+def test_a_borrowed_policy_is_mapped_into_the_space_and_repaired_to_fit() -> None:
+    spec = get_soc("Ascend310P3")
+    plan = plan_tune(load_model(RESNET), spec, TuneSelection())
+    cost = CostModel(spec)
+    group = next(g for g in plan.groups if g.space.family == "conv")
+    space = group.space
+    fitting = space.knowledge(space.default)
+    assert map_into(space, fitting, cost, group.work) == tuple(space.default)
+    odd = {**fitting, "hoL0": 3, "woL0": 1000, "format": "NCHW", "unknown": 7}
+    mapped = map_into(space, odd, cost, group.work)
+    names = [k.name for k in space.knobs]
+    assert space.knobs[names.index("woL0")].values[mapped[names.index("woL0")]] == max(
+        space.knobs[names.index("woL0")].values)
+    assert space.knobs[names.index("format")].label(mapped[names.index("format")]) == "NCHW"
+    huge = [len(k.values) - 1 for k in space.knobs]  # every knob at its largest: does not fit
+    assert np.isinf(cost.evaluate(group.work, space, np.array([huge]))[0])
+    fixed = repair(space, huge, cost, group.work)
+    assert np.isfinite(cost.evaluate(group.work, space, np.array([fixed]))[0])
+    assert fixed != tuple(space.default)  # only as much was put back as the fit needed
+
+
+def _tune(db: Path, model: Path, work: Path, **kwargs: Any) -> TuneReport:
+    options = TuneOptions(model=model, soc_version=kwargs.pop("soc_version", "Ascend910B2"),
+                          work_dir=work, **kwargs)
+    report = tune(lambda: Bank.open(str(db), create=True), options)
+    with Bank.open(str(db)) as bank:
+        assert bank.verify().ok
+    return report
+
+
+def _outcomes(db: Path, task_id: str) -> list[dict[str, Any]]:
+    with Bank.open(str(db)) as bank:
+        return [{"kind": s.event.kind, "key": s.event.repo_key, **s.event.payload}
+                for s in bank.events() if s.event.task_id == task_id
+                and s.event.kind in ("add", "update", "unsatisfied")]
+
+
+def _policies(db: Path) -> dict[str, tuple[float, Any]]:
+    with Bank.open(str(db)) as bank:
+        return {p.repo_key: (p.best_us, p.knowledge) for p in bank.policies()}
+
+
+def test_an_empty_bank_tunes_alike_with_or_without_transfer(tmp_path: Path) -> None:
+    on = _tune(tmp_path / "on.db", MODELS / "squeezenet.onnx", tmp_path, budget=48)
+    off = _tune(tmp_path / "off.db", MODELS / "squeezenet.onnx", tmp_path, budget=48, transfer=False)
+    assert on.measurements == off.measurements
+    assert _policies(tmp_path / "on.db") == _policies(tmp_path / "off.db")
+    assert not any("borrowed_from" in o for o in _outcomes(tmp_path / "on.db", on.task_id))
+
+
+def test_a_next_version_borrows_from_the_first_and_costs_a_tenth(tmp_path: Path) -> None:
+    v2 = tmp_path / "resnet50_v2.onnx"
+    dilated(RESNET, v2)
+    db, scratch = tmp_path / "bank.db", tmp_path / "scratch.db"
+    first = _tune(db, RESNET, tmp_path, budget=128)
+    _tune(scratch, RESNET, tmp_path, budget=128)
+    second = _tune(db, v2, tmp_path, budget=128)
+    alone = _tune(scratch, v2, tmp_path, budget=128, transfer=False)
+    assert second.measurements <= first.measurements // 10 < alone.measurements
+    assert second.model_result_ms <= alone.model_result_ms * 1.01
+    searched = _outcomes(db, second.task_id)
+    assert searched and all(o["borrowed_from"] for o in searched)
+    with Bank.open(str(db)) as bank:
+        first_keys = {p.repo_key for p in bank.policies() if p.task_id == first.task_id}
+    for outcome in searched:
+        assert {b["task_id"] for b in outcome["borrowed_from"]} == {first.task_id}
+        assert all(b["repo_key"] in first_keys for b in outcome["borrowed_from"])
+        assert outcome["measurements"] <= outcome["budget"]
+    assert any(o["stopped_early"] for o in searched)
+
+
+@pytest.mark.parametrize("mode", ["ga", "rl", "random"])
+def test_transfer_is_deterministic_for_every_mode(mode: str, tmp_path: Path,
+                                                  bert_models: tuple[Path, Path]) -> None:
+    v1, v2 = bert_models
+    runs = []
+    for name in ("a", "b"):
+        db = tmp_path / f"{name}.db"
+        _tune(db, v1, tmp_path, budget=32, mode=mode, input_shapes=BERT_SHAPE)
+        runs.append((_tune(db, v2, tmp_path, budget=32, mode=mode, input_shapes=BERT_SHAPE)
+                     .measurements, _policies(db)))
+    assert runs[0] == runs[1]
