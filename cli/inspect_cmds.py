@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -128,7 +129,7 @@ def history(
         return
     print_table(
         ["seq", "time", "kind", "repo_key", "op_name", "task", "model", "before_us", "after_us",
-         "origin"],
+         "origin", "borrowed from"],
         [_history_row(s, models) for s in found],
     )
 
@@ -137,7 +138,18 @@ def _history_row(stored: StoredEvent, models: dict[str, str | None]) -> list[obj
     event, payload = stored.event, stored.event.payload
     return [stored.seq, short_time(event.recorded_at), event.kind, event.repo_key, event.op_name,
             event.task_id, models.get(event.task_id), payload.get("performance_before_us"),
-            payload.get("performance_after_us"), event.origin]
+            payload.get("performance_after_us"), event.origin, _borrowed(payload)]
+
+
+def _borrowed(payload: Mapping[str, Any]) -> str | None:
+    """Where a search started (transfer): the nearest known key and task it borrowed from, and
+    how many keys in all."""
+    donors = payload.get("borrowed_from")
+    if not isinstance(donors, list) or not donors or not isinstance(donors[0], dict):
+        return None
+    first = donors[0]
+    more = f" +{len(donors) - 1}" if len(donors) > 1 else ""
+    return f"{first.get('repo_key')} of {first.get('task_id')} ({first.get('distance')}){more}"
 
 
 @user_errors

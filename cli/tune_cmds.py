@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from bank import Outcome
     from tuner.flow import Reporter, TuneReport
     from tuner.plan import KeyGroup
+    from tuner.transfer import Neighbour
 
 
 class Mode(StrEnum):
@@ -193,13 +194,22 @@ def plan(
     if as_json:
         print_json([k.as_json() for k in keys])
         return
-    print_table(["repo_key", "op_type", "ops", "status", "best_us", "op_names"],
+    print_table(["repo_key", "op_type", "ops", "status", "best_us", "nearest known (distance)",
+                 "op_names"],
                 [[k.repo_key, k.op_type, len(k.op_names), k.status, k.best_us,
+                  _nearest_cell(k.nearest, soc_version),
                   ", ".join(k.op_names[:3]) + (" ..." if len(k.op_names) > 3 else "")]
                  for k in keys])
     new = [k for k in keys if k.status == "new"]
     typer.echo(f"{len(keys)} keys: {len(keys) - len(new)} known to the bank, {len(new)} to tune "
                f"({sum(len(k.op_names) for k in new)} {'subgraphs' if kind == 'sgat' else 'operators'})")
+
+
+def _nearest_cell(nearest: Sequence[Neighbour], soc_version: str) -> str | None:
+    """A new key's two nearest known keys, with their distance (and chip, if another)."""
+    return ", ".join(f"{n.repo_key} ({n.distance:g}"
+                     + ("" if n.soc_version == soc_version else f", {n.soc_version}") + ")"
+                     for n in nearest[:2]) or None
 
 
 @user_errors

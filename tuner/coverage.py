@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from tuner.model import load_model
 from tuner.plan import KeyGroup, TunePlan, plan_tune
 from tuner.socs import get_soc
 from tuner.subgraphs import plan_subgraphs
+from tuner.transfer import Donors, Neighbour
 
 
 @dataclass(frozen=True)
@@ -24,10 +25,13 @@ class KeyCoverage:
     op_names: list[str]
     status: str  # known | no_gain | new
     best_us: float | None
+    nearest: tuple[Neighbour, ...] = ()
+    """For a new key, the known keys a tune would borrow from (nearest first)."""
 
     def as_json(self) -> dict[str, Any]:
         return {"repo_key": self.repo_key, "op_type": self.op_type, "op_names": self.op_names,
-                "status": self.status, "best_us": self.best_us}
+                "status": self.status, "best_us": self.best_us,
+                "nearest": [n.as_json() for n in self.nearest]}
 
 
 def coverage(bank: Bank, model: Path, soc_version: str,
@@ -36,7 +40,15 @@ def coverage(bank: Bank, model: Path, soc_version: str,
     """Every tunable key of ``model`` (its operators, or its subgraphs with ``job_type`` sgat):
     ``known`` (a policy), ``no_gain`` (searched before, nothing beat the default) or ``new`` (a
     plain `bank tune` would search it). Two queries in all."""
-    return covered(bank, soc_version, plan_of(model, soc_version, input_shapes, job_type).groups)
+    plan = plan_of(model, soc_version, input_shapes, job_type)
+    found = covered(bank, soc_version, plan.groups)
+    if job_type != "opat" or not any(k.status == "new" for k in found):
+        return found
+    groups = {g.repo_key: g for g in plan.groups}
+    donors = Donors.load(bank, {k.op_type for k in found if k.status == "new"})
+    return [replace(k, nearest=tuple(donors.nearest(groups[k.repo_key].info, soc_version,
+                                                    k.repo_key)))
+            if k.status == "new" else k for k in found]
 
 
 def plan_of(model: Path, soc_version: str, input_shapes: dict[str, tuple[int, ...]] | None = None,

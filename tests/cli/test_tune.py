@@ -97,3 +97,26 @@ def test_plan_before_and_after_a_tune(tmp_path: Path) -> None:
     after = runner.invoke(app, ["plan", MODEL, "--soc-version", "Ascend310", "--db", db])
     assert after.exit_code == 0
     assert after.stdout.strip().splitlines()[-1].startswith("26 keys: 26 known to the bank, 0 to tune")
+
+
+def test_plan_names_the_nearest_known_keys_and_history_what_was_borrowed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fixtures.model_versions import dilated
+
+    monkeypatch.chdir(tmp_path)
+    resnet = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "resnet50.onnx"
+    dilated(resnet, tmp_path / "v2.onnx")
+    chip = ["--soc-version", "Ascend310", "--db", "b.db"]
+    first = runner.invoke(app, ["tune", str(resnet), *chip, "--budget", "16", "--json"])
+    assert first.exit_code == 0, first.output
+    planned = json.loads(runner.invoke(app, ["plan", "v2.onnx", *chip, "--json"]).stdout)
+    new = [k for k in planned if k["status"] == "new"]
+    assert len(new) == 7 and all(k["nearest"][0]["distance"] == 1.0 for k in new)  # dilation only
+    shown = runner.invoke(app, ["plan", "v2.onnx", *chip])
+    assert f"{new[0]['nearest'][0]['repo_key']} (1)" in shown.stdout
+    second = json.loads(runner.invoke(app, ["tune", "v2.onnx", *chip, "--budget", "16",
+                                            "--json"]).stdout)
+    history = runner.invoke(app, ["history", "--repo-key", new[0]["repo_key"], "--db", "b.db"])
+    first_task = json.loads(first.stdout)["task_id"]
+    assert f"{new[0]['nearest'][0]['repo_key']} of {first_task} (1.0) +2" in history.stdout
+    assert second["task_id"] in history.stdout
