@@ -1,24 +1,38 @@
-"""Search quality on the sim backend: how close each strategy gets to the optimum per budget.
+"""Search quality on the sim backend, against every key's exact optimum.
 
 Usage: python bench/search_quality.py [--seeds 5] [--budgets 16,32,64,128] [--no-tpe]
+                                      [--only scratch,transfer]
 
-The suite is every unique operator (key) of ResNet-50 and of the BERT-like fixture on two chips.
-For each: the search-space size and the optimum, found by exhaustive search where the space has
-at most EXHAUSTIVE_MAX candidates, else the best of long ga, rl and random searches (marked
-"long"). Then each
-strategy (ga, rl, random, and Optuna's TPE sampler when optuna is installed: `pip install
-optuna`, a bench-only extra) runs at each budget with each seed, against a fresh evaluator
-(no noise), and the ratio best-found / optimum is kept (1.0 is the optimum). Not a test.
+The reference of every key is its exact optimum (bench/optima.py, cached in bench/optima.json),
+never the best of long runs of the methods judged. Every strategy's budget counts distinct
+candidates measured, the compiler's default included, as `bank tune --budget` does.
+
+- ``scratch``: every unique key of ResNet-50 and of the BERT-like encoder on Ascend910B2 and
+  Ascend310P3, searched from an empty bank by ga, rl, random and Optuna's TPE (its default
+  sampler, and independent per knob; counted per trial, and per distinct point measured).
+  Reported per family (Cube: conv and matmul; vector) and budget: the geomean and the worst of
+  best-found / optimum over keys x seeds, and the whole-model latency ratio (each key's time
+  times its operators, summed, over the same at the optimum; geomean over models, chips and
+  seeds).
+- ``transfer``: with the bank holding ResNet-50's keys on Ascend910B2 (a default `bank tune`),
+  the new Cube keys of DenseNet-121, Inception-v1 and VGG-19 on that chip, searched by ga with
+  transfer (the 3 nearest known keys, as `bank tune` borrows them, and its early stop) and
+  without, at budgets 16 and 32; and the next versions of ResNet-50 and BERT (bench/end_to_end.py's
+  v2s) tuned incrementally with the default budget, against a tune from scratch at 64.
+
+Not a test: it prints JSON and tables, and takes minutes.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
+import math
 import sys
 import tempfile
 import time
+from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,162 +42,227 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bank import Bank  # noqa: E402
+from bench.optima import optima  # noqa: E402
 from fixtures.make_bert import write as write_bert  # noqa: E402
+from fixtures.model_versions import dilated  # noqa: E402
 from tuner.config import TuneSelection  # noqa: E402
 from tuner.costmodel import CostModel  # noqa: E402
+from tuner.flow import PATIENCE_MIN, PATIENCE_SHARE, TuneOptions, tune  # noqa: E402
 from tuner.model import load_model  # noqa: E402
 from tuner.plan import KeyGroup, plan_tune  # noqa: E402
-from tuner.search import Evaluator, ExhaustiveSearch, make_search  # noqa: E402
+from tuner.search import Evaluator, SearchError, make_search  # noqa: E402
 from tuner.socs import get_soc  # noqa: E402
+from tuner.transfer import Donors, map_into  # noqa: E402
 
 SOCS = ("Ascend910B2", "Ascend310P3")
+TRANSFER_SOC = "Ascend910B2"
 BERT_SHAPE = {"input_ids_embedded": (4, 128, 128)}
-EXHAUSTIVE_MAX = 200_000
-LONG_BUDGET = 4096
-LONG_MODES = ("ga", "rl", "random")  # the reference of a large space: the best of these
+MODELS = ROOT / "fixtures" / "models"
+TRANSFER_MODELS = ("densenet121", "inception_v1", "vgg19")
 
 
 @dataclass(frozen=True)
 class Operator:
-    """One operator of the suite: its key's group, chip and optimum."""
+    """One key of a suite: its group, chip, model and optimum."""
 
     model: str
     soc: str
     group: KeyGroup
     cost: CostModel
-    optimum_us: float
-    exhaustive: bool
+    optimum_us: float = 0.0
+
+    @property
+    def family(self) -> str:
+        return "vector" if self.group.space.family == "vector" else "cube"
 
     def latency(self, candidates: np.ndarray) -> np.ndarray:
         return self.cost.evaluate(self.group.work, self.group.space, candidates)
 
 
-def suite(folder: Path) -> list[Operator]:
-    """Every unique operator of both models on both chips, with its optimum."""
+def _ops(name: str, path: Path, soc_name: str, shapes: dict[str, Any] | None = None) -> list[Operator]:
+    soc = get_soc(soc_name)
+    cost = CostModel(soc)
+    plan = plan_tune(load_model(path, shapes), soc, TuneSelection())
+    return [Operator(name, soc_name, group, cost) for group in plan.groups]
+
+
+def suites(folder: Path) -> dict[str, list[Operator]]:
+    """The keys each part judges (without their optima)."""
     bert = write_bert(folder / "bert.onnx")
-    models = [("resnet50", ROOT / "fixtures" / "models" / "resnet50.onnx", None), ("bert", bert, BERT_SHAPE)]
-    ops = []
-    for name, path, shapes in models:
-        model = load_model(path, shapes)
-        for soc_name in SOCS:
-            soc = get_soc(soc_name)
-            cost = CostModel(soc)
-            for group in plan_tune(model, soc, TuneSelection()).groups:
-                probe = Operator(name, soc_name, group, cost, 0.0, False)
-                exhaustive = group.space.size <= EXHAUSTIVE_MAX
-                searches = [ExhaustiveSearch(group.space.size, np.random.default_rng(0))] if exhaustive \
-                    else [make_search(mode, LONG_BUDGET, np.random.default_rng(0)) for mode in LONG_MODES]
-                best = min(search.search(group.space, Evaluator(probe.latency)).latency_us
-                           for search in searches)
-                ops.append(Operator(name, soc_name, group, cost, best, exhaustive))
-    return ops
+    scratch = [op for soc in SOCS for op in [*_ops("resnet50", MODELS / "resnet50.onnx", soc),
+                                             *_ops("bert", bert, soc, BERT_SHAPE)]]
+    known = {op.group.repo_key for op in scratch if op.soc == TRANSFER_SOC and op.model == "resnet50"}
+    transfer = [op for name in TRANSFER_MODELS for op in _ops(name, MODELS / f"{name}.onnx", TRANSFER_SOC)
+                if op.family == "cube" and op.group.repo_key not in known]
+    return {"scratch": scratch, "transfer": transfer}
 
 
-def tpe(op: Operator, budget: int, seed: int) -> float:
-    """The best latency Optuna's TPE sampler finds in ``budget`` trials."""
+def with_optima(ops: Sequence[Operator]) -> list[Operator]:
+    found = optima((op.soc, op.group, op.cost) for op in ops)
+    return [Operator(op.model, op.soc, op.group, op.cost,
+                     found[f"{op.soc}/{op.group.repo_key}"]["optimum_us"]) for op in ops]
+
+
+# -- the strategies -------------------------------------------------------------------------------
+
+def ours(op: Operator, mode: str, budget: int, seed: int, borrowed: Sequence[tuple[int, ...]] = (),
+         patience: int | None = None) -> tuple[float, int]:
+    """Best latency and measurements of one of tunebank's searches, the default priced first
+    as `bank tune` does."""
+    rng = np.random.default_rng([seed, int(op.group.repo_key)])
+    evaluate = Evaluator(op.latency)
+    evaluate(np.array([op.group.space.default]))
+    try:
+        result = make_search(mode, budget, rng).search(op.group.space, evaluate, borrowed=borrowed,
+                                                       patience=patience)
+    except SearchError:  # nothing that fits found: counted as failed, never averaged
+        return math.inf, evaluate.measurements
+    return result.latency_us, result.measurements
+
+
+def tpe(op: Operator, budget: int, seed: int, multivariate: bool | None,
+        distinct: bool) -> float:
+    """The best latency Optuna's TPE finds: ``budget`` trials, or (``distinct``) as many trials
+    as it takes to measure ``budget`` distinct points (at most 20 times as many), the default
+    enqueued first."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     space = op.group.space
     evaluate = Evaluator(op.latency)
+    kwargs = {} if multivariate is None else {"multivariate": multivariate}
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed, **kwargs))
+    study.enqueue_trial({k.name: v for k, v in zip(space.knobs, space.default, strict=True)})
 
     def objective(trial: Any) -> float:
         row = [trial.suggest_int(k.name, 0, len(k.values) - 1) for k in space.knobs]
         value = float(evaluate(np.array([row]))[0])
+        if distinct and evaluate.measurements >= min(budget, space.size):
+            trial.study.stop()
         return value if np.isfinite(value) else 1e30
 
-    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed))
-    study.enqueue_trial({k.name: v for k, v in zip(space.knobs, space.default, strict=True)})
-    study.optimize(objective, n_trials=budget)
+    study.optimize(objective, n_trials=20 * budget if distinct else budget)
     return float(study.best_value)
 
 
-def ours(op: Operator, mode: str, budget: int, seed: int) -> float:
-    rng = np.random.default_rng([seed, int(op.group.repo_key)])
-    return make_search(mode, budget, rng).search(op.group.space, Evaluator(op.latency)).latency_us
+def strategies(with_tpe: bool) -> dict[str, Callable[[Operator, int, int], float]]:
+    found: dict[str, Callable[[Operator, int, int], float]] = {
+        mode: (lambda op, b, s, m=mode: ours(op, m, b, s)[0]) for mode in ("ga", "rl", "random")}
+    if with_tpe:
+        for name, multivariate in (("tpe", None), ("tpe-independent", False)):
+            found[name] = lambda op, b, s, mv=multivariate: tpe(op, b, s, mv, False)
+            found[f"{name} (distinct)"] = lambda op, b, s, mv=multivariate: tpe(op, b, s, mv, True)
+    return found
 
 
-def run(seeds: int, budgets: list[int], with_tpe: bool) -> dict[str, Any]:
-    """Every strategy at every budget and seed on every operator of the suite."""
-    strategies = ["ga", "rl", "random"] + (["tpe"] if with_tpe else [])
-    with tempfile.TemporaryDirectory() as tmp:
-        started = time.perf_counter()
-        ops = suite(Path(tmp))
-        suite_s = time.perf_counter() - started
-    ratios: dict[str, dict[str, dict[int, list[float]]]] = {
-        unit: {s: {b: [] for b in budgets} for s in strategies} for unit in ("all", *UNITS)}
-    seconds = {s: 0.0 for s in strategies}
-    for op in ops:
-        unit = unit_of(op)
-        for strategy in strategies:
+# -- summaries ------------------------------------------------------------------------------------
+
+def geomean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def summary(ratios: Sequence[float]) -> dict[str, float]:
+    """Geomean and worst of best-found / optimum (1.0 is the optimum) over the searches that
+    found a candidate that fits, and how many did not."""
+    found = [r for r in ratios if math.isfinite(r)]
+    return {"geomean": round(geomean(found), 4) if found else math.inf,
+            "worst": round(max(found), 4) if found else math.inf, "n": len(ratios),
+            "failed": len(ratios) - len(found)}
+
+
+def run_scratch(ops: list[Operator], seeds: int, budgets: list[int], with_tpe: bool) -> dict[str, Any]:
+    ratios: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+    model_time: dict[tuple[str, int, str, str, int], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    seconds: dict[str, float] = defaultdict(float)
+    for name, strategy in strategies(with_tpe).items():
+        for op in ops:
+            if name.startswith("tpe") and op.family != "cube":
+                continue  # TPE judged where search matters: the Cube's large spaces
             for budget in budgets:
                 for seed in range(seeds):
                     started = time.perf_counter()
-                    found = tpe(op, budget, seed) if strategy == "tpe" else ours(op, strategy, budget, seed)
-                    seconds[strategy] += time.perf_counter() - started
-                    for group in ("all", unit):
-                        ratios[group][strategy][budget].append(found / op.optimum_us)
-    sizes = [op.group.space.size for op in ops]
-    return {
-        "operators": len(ops), "exhaustive": sum(op.exhaustive for op in ops),
-        "space_sizes": _sizes(sizes),
-        "suite_seconds": round(suite_s, 1), "seeds": seeds,
-        "strategy_seconds": {s: round(v, 1) for s, v in seconds.items()},
-        "ratio": _summary(ratios["all"]),
-        "by_unit": {unit: {"operators": sum(unit_of(op) == unit for op in ops),
-                           "space_sizes": _sizes([op.group.space.size for op in ops if unit_of(op) == unit]),
-                           "ratio": _summary(ratios[unit])} for unit in UNITS},
-        "per_operator": [{"model": op.model, "soc": op.soc, "op_type": op.group.op_type,
-                          "space": op.group.space.size, "optimum_us": round(op.optimum_us, 4),
-                          "optimum": "exhaustive" if op.exhaustive else f"long search ({LONG_BUDGET})"}
-                         for op in ops],
-    }
+                    found = strategy(op, budget, seed)
+                    seconds[name] += time.perf_counter() - started
+                    ratios[(name, op.family, budget)].append(found / op.optimum_us)
+                    whole = model_time[(name, budget, op.model, op.soc, seed)]
+                    whole[0] += found * len(op.group.ops)
+                    whole[1] += op.optimum_us * len(op.group.ops)
+    by_family = {f"{name} {family} {budget}": summary(values)
+                 for (name, family, budget), values in sorted(ratios.items())}
+    models: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for (name, budget, *_), (found_us, best_us) in model_time.items():
+        if not name.startswith("tpe"):
+            models[(name, budget)].append(found_us / best_us)
+    return {"keys": len(ops), "cube_keys": sum(op.family == "cube" for op in ops), "seeds": seeds,
+            "ratio": by_family,
+            "model_latency_ratio": {f"{n} {b}": round(geomean(v), 4) for (n, b), v in sorted(models.items())},
+            "seconds": {k: round(v, 1) for k, v in seconds.items()}}
 
 
-UNITS = ("cube", "vector")
+def _donors(folder: Path, model: Path, soc: str, shapes: dict[str, Any] | None = None) -> tuple[Donors, Path]:
+    """The policies a default `bank tune` of ``model`` leaves in a new bank."""
+    db = folder / f"{model.stem}-{soc}.db"
+    db.unlink(missing_ok=True)
+    tune(lambda: Bank.open(str(db), create=True),
+         TuneOptions(model=model, soc_version=soc, work_dir=folder, input_shapes=shapes or {}))
+    with Bank.open(str(db)) as bank:
+        return Donors(bank.policies()), db
 
 
-def unit_of(op: Operator) -> str:
-    """The unit an operator runs on: the Cube (convolutions, matrix multiplies) or the vector
-    unit (everything else), whose spaces differ by five orders of magnitude."""
-    return "vector" if op.group.space.family == "vector" else "cube"
+def transferred(op: Operator, donors: Donors, budget: int, seed: int) -> tuple[float, int]:
+    """ga with transfer, as `bank tune` runs it for a new key."""
+    neighbours = donors.nearest(op.group.info, op.soc, op.group.repo_key)
+    borrowed = [map_into(op.group.space, n.knowledge, op.cost, op.group.work) for n in neighbours]
+    patience = max(PATIENCE_MIN, min(budget, op.group.space.size) // PATIENCE_SHARE) if borrowed else None
+    return ours(op, "ga", budget, seed, borrowed, patience)
 
 
-def _summary(per: dict[str, dict[int, list[float]]]) -> dict[str, dict[str, dict[str, float]]]:
-    return {s: {str(b): {"median": round(statistics.median(v), 4), "worst": round(max(v), 4),
-                         "mean": round(statistics.fmean(v), 4)}
-                for b, v in budgets.items() if v} for s, budgets in per.items()}
+def run_transfer(ops: list[Operator], seeds: int, folder: Path) -> dict[str, Any]:
+    donors, _ = _donors(folder, MODELS / "resnet50.onnx", TRANSFER_SOC)
+    out: dict[str, Any] = {"keys": len(ops), "donors": len(donors), "by_budget": {}}
+    for budget in (16, 32):
+        with_t, without, spent = [], [], []
+        for op in ops:
+            for seed in range(seeds):
+                found, used = transferred(op, donors, budget, seed)
+                with_t.append(found / op.optimum_us)
+                spent.append(used)
+                without.append(ours(op, "ga", budget, seed)[0] / op.optimum_us)
+        out["by_budget"][str(budget)] = {"transfer": summary(with_t), "no transfer": summary(without),
+                                         "mean measurements with transfer": round(float(np.mean(spent)), 1)}
+    out["incremental"] = incremental(folder)
+    return out
 
 
-def _sizes(sizes: list[int]) -> dict[str, int]:
-    return {"min": min(sizes), "median": int(statistics.median(sizes)), "max": max(sizes)}
-
-
-def _ratio_table(ratio: dict[str, Any]) -> list[str]:
-    budgets = list(next(iter(ratio.values())))
-    lines = ["| strategy | " + " | ".join(f"budget {b}" for b in budgets) + " |",
-             "|---" * (len(budgets) + 1) + "|"]
-    for strategy, per in ratio.items():
-        cells = [f"{per[b]['median']:.3f} / {per[b]['worst']:.3f}" for b in budgets]
-        lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
-    return lines
-
-
-def table(results: dict[str, Any]) -> str:
-    """Median and worst best-found / optimum per strategy and budget: all operators, then the
-    Cube's and the vector unit's apart."""
-    lines = _ratio_table(results["ratio"])
-    for unit, part in results.get("by_unit", {}).items():
-        sizes = part["space_sizes"]
-        lines += ["", f"{unit.capitalize()} operators only ({part['operators']}; spaces "
-                  f"{sizes['min']:,} to {sizes['max']:,}, median {sizes['median']:,}):", "",
-                  *_ratio_table(part["ratio"])]
-    sizes = results["space_sizes"]
-    return ("\n".join(lines) + f"\n\nMedian / worst of best-found / optimum over {results['operators']} "
-            f"operators x {results['seeds']} seeds (1.000 is the optimum; {results['exhaustive']} "
-            f"optima exhaustive, the rest the best of {LONG_BUDGET}-measurement ga, rl and random "
-            f"searches). "
-            f"Space sizes: {sizes['min']:,} to {sizes['max']:,}, median {sizes['median']:,}.")
+def incremental(folder: Path) -> dict[str, Any]:
+    """The next versions of ResNet-50 and BERT tuned after the first (default budget, transfer
+    on): their measurements against the first tune's, and their new keys' distance from the
+    optimum against a ga search from scratch at 64."""
+    bert_v1 = write_bert(folder / "bert_v1.onnx")
+    bert_v2 = write_bert(folder / "bert_v2.onnx", ffn_last=384)
+    resnet_v2 = folder / "resnet50_v2.onnx"
+    dilated(MODELS / "resnet50.onnx", resnet_v2)
+    out = {}
+    for name, v1, v2, shapes in (("resnet50", MODELS / "resnet50.onnx", resnet_v2, None),
+                                 ("bert", bert_v1, bert_v2, BERT_SHAPE)):
+        db = folder / f"incremental-{name}.db"
+        db.unlink(missing_ok=True)
+        reports = [tune(lambda path=db: Bank.open(str(path), create=True),
+                        TuneOptions(model=model, soc_version=TRANSFER_SOC, work_dir=folder,
+                                    input_shapes=shapes or {})) for model in (v1, v2)]
+        with Bank.open(str(db)) as bank:
+            added = {p.repo_key: p.best_us for p in bank.policies() if p.task_id == reports[1].task_id}
+            new = [s.event.repo_key for s in bank.events() if s.event.task_id == reports[1].task_id
+                   and s.event.kind in ("add", "unsatisfied")]
+        ops = with_optima([op for op in _ops(name, v2, TRANSFER_SOC, shapes) if op.group.repo_key in new])
+        ours_ratio = [(added.get(op.group.repo_key) or ours(op, "ga", 1, 0)[0]) / op.optimum_us for op in ops]
+        scratch = [ours(op, "ga", 64, seed)[0] / op.optimum_us for op in ops for seed in range(3)]
+        out[name] = {"v1_measurements": reports[0].measurements, "v2_measurements": reports[1].measurements,
+                     "share": round(reports[1].measurements / reports[0].measurements, 4),
+                     "new_keys": len(ops), "v2 new keys vs optimum": summary(ours_ratio),
+                     "ga from scratch at 64": summary(scratch)}
+    return out
 
 
 def has_optuna() -> bool:
@@ -196,15 +275,71 @@ def has_optuna() -> bool:
     return True
 
 
+def run(seeds: int, budgets: list[int], with_tpe: bool,
+        parts: Sequence[str] = ("scratch", "transfer")) -> dict[str, Any]:
+    """Every part asked for (see the module's docstring)."""
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        found = suites(folder)
+        if "scratch" in parts:
+            results["scratch"] = run_scratch(with_optima(found["scratch"]), seeds, budgets, with_tpe)
+        if "transfer" in parts:
+            results["transfer"] = run_transfer(with_optima(found["transfer"]), seeds, folder)
+    return results
+
+
+def table(results: dict[str, Any]) -> str:
+    """The results as Markdown: geomean / worst per strategy and budget, Cube and vector keys
+    apart; the whole-model latency ratio; transfer and incremental re-tunes."""
+    lines: list[str] = []
+    scratch = results.get("scratch")
+    if scratch:
+        cells: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+        for label, value in scratch["ratio"].items():
+            *name, family, budget = label.split(" ")
+            cells[(" ".join(name), family)][budget] = f"{value['geomean']:.3f} / {value['worst']:.3f}"
+        budgets = sorted({b for row in cells.values() for b in row}, key=int)
+        for family in ("cube", "vector"):
+            lines += ["", f"{family.capitalize()} keys, from an empty bank: geomean / worst of "
+                      "best-found / optimum over keys x seeds", "",
+                      "| strategy | " + " | ".join(f"budget {b}" for b in budgets) + " |",
+                      "|---" * (len(budgets) + 1) + "|"]
+            lines += [f"| {name} | " + " | ".join(row.get(b, "-") for b in budgets) + " |"
+                      for (name, fam), row in sorted(cells.items()) if fam == family]
+        lines += ["", "Whole-model latency / at the optimum (geomean over models, chips, seeds): "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in scratch["model_latency_ratio"].items())]
+    part = results.get("transfer")
+    if part:
+        lines += ["", f"New Cube keys of {', '.join(TRANSFER_MODELS)} on {TRANSFER_SOC} ({part['keys']}), "
+                  f"the bank holding ResNet-50's ({part['donors']} policies): ga, geomean / worst", "",
+                  "| budget | with transfer | without | measurements with transfer (mean) |",
+                  "|---|---|---|---|"]
+        for budget, row in part["by_budget"].items():
+            lines.append(f"| {budget} | {row['transfer']['geomean']:.3f} / {row['transfer']['worst']:.3f} | "
+                         f"{row['no transfer']['geomean']:.3f} / {row['no transfer']['worst']:.3f} | "
+                         f"{row['mean measurements with transfer']} |")
+        lines += ["", "| next version | measurements (share of v1's) | new keys | their geomean / worst "
+                  "| ga from scratch at 64 |", "|---|---|---|---|---|"]
+        for name, row in part["incremental"].items():
+            mine, scratch = row["v2 new keys vs optimum"], row["ga from scratch at 64"]
+            lines.append(f"| {name} v2 | {row['v2_measurements']:,} ({row['share']:.1%} of "
+                         f"{row['v1_measurements']:,}) | {row['new_keys']} | {mine['geomean']:.3f} / "
+                         f"{mine['worst']:.3f} | {scratch['geomean']:.3f} / {scratch['worst']:.3f} |")
+    return "\n".join(lines).strip()
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--budgets", default="16,32,64,128")
     parser.add_argument("--no-tpe", action="store_true")
+    parser.add_argument("--only", default="scratch,transfer")
     args = parser.parse_args()
-    with_tpe = not args.no_tpe and has_optuna()
-    results = run(args.seeds, [int(b) for b in args.budgets.split(",")], with_tpe)
-    print(json.dumps({k: v for k, v in results.items() if k != "per_operator"}, indent=2))
+    results = run(args.seeds, [int(b) for b in args.budgets.split(",")],
+                  not args.no_tpe and has_optuna(), args.only.split(","))
+    print(json.dumps(results, indent=1))
     print(table(results))
 
 

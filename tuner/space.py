@@ -125,7 +125,8 @@ def conv_space(work: ConvWork, soc: SocSpec) -> SearchSpace:
     batch_dim = max(v for v in splits if v <= max(1, work.batch))
     k_total = math.ceil(work.cin / 16) * 16 * work.kh * work.kw
     weights_fit = 2 * (k_total * 4 * 16 * 2) <= soc.l1_bytes // 2  # one N tile, double-buffered
-    default = {"hoL0": 4, "woL0": min(16, work.wout), "kL0": 4, "nL0": 4, "hoL1": 2, "kAL1": 1,
+    ho_l0 = max(v for v in (1, 2, 4) if v <= 2 * max(work.hout, 1))  # 4, or what an output of 1 row fits
+    default = {"hoL0": ho_l0, "woL0": min(16, work.wout), "kL0": 4, "nL0": 4, "hoL1": 2, "kAL1": 1,
                "kBL1": 0 if weights_fit else 1, "batchDim": batch_dim, "nDim": 1, "format": 0,
                "unroll": 2}
     knobs, index = _knobs(spec, default, {"format": FORMAT_LABELS["conv"]})

@@ -24,7 +24,8 @@ def _random(space, n: int, seed: int = 0) -> np.ndarray:  # type: ignore[no-unty
 
 
 @pytest.mark.parametrize("soc", sorted(SOCS))
-@pytest.mark.parametrize("model", ["resnet50.onnx", "vgg19.onnx", "inception_v1.onnx"])
+@pytest.mark.parametrize("model", ["resnet50.onnx", "vgg19.onnx", "inception_v1.onnx",
+                                   "densenet121.onnx", "squeezenet.onnx"])
 def test_default_policy_is_always_feasible(soc: str, model: str) -> None:
     spec = SOCS[soc]
     plan = plan_tune(load_model(MODELS / model), spec, TuneSelection())
