@@ -15,6 +15,14 @@ task=$(bank tasks --db tunebank.db --json | python -c "import json,sys; print(js
 show bank summary "$task" --db tunebank.db --json
 show bank query --db tunebank.db --op-type Gemm
 show bank history --db tunebank.db --op-name n0
+echo "\$ python -m fixtures.model_versions fixtures/models/resnet50.onnx resnet50_v2.onnx   # every 3x3 conv dilated"
+(cd "$root" && python -m fixtures.model_versions fixtures/models/resnet50.onnx "$work/resnet50_v2.onnx")
+echo
+echo "\$ bank plan resnet50_v2.onnx --soc-version Ascend910B2 --db tunebank.db | grep -E 'repo_key| new |keys:'"
+bank plan resnet50_v2.onnx --soc-version Ascend910B2 --db tunebank.db | grep -E 'repo_key| new |keys:'
+
+echo
+show bank tune resnet50_v2.onnx --soc-version Ascend910B2 --db tunebank.db --progress-bar off
 show bank import fixtures/aoe/aoe_result_opat_20240315_14300512_4713.json --soc-version Ascend910B2 --db tunebank.db
 echo "\$ bank tune fixtures/models/vgg19.onnx --soc-version Ascend910B2 --db colleague.db --progress-bar off > /dev/null"
 bank tune fixtures/models/vgg19.onnx --soc-version Ascend910B2 --db colleague.db --progress-bar off > /dev/null
