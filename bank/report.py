@@ -45,6 +45,8 @@ class Change:
     after_us: float | None
     task_id: str
     origin: str
+    borrowed: str | None = None
+    """The known keys its search started from (transfer): the nearest, and how many."""
 
 
 @dataclass
@@ -111,7 +113,18 @@ def _change(stored: StoredEvent) -> Change:
     event = stored.event
     return Change(stored.seq, event.recorded_at, str(event.kind), str(event.repo_key), event.op_type,
                   _time(event.payload.get("performance_before_us")),
-                  _time(event.payload.get("performance_after_us")), event.task_id, event.origin)
+                  _time(event.payload.get("performance_after_us")), event.task_id, event.origin,
+                  borrowed_summary(event.payload.get("borrowed_from")))
+
+
+def borrowed_summary(donors: object) -> str | None:
+    """An outcome's ``borrowed_from`` (the known keys its search started from) in a few words:
+    the nearest key, its task and distance, and how many more there were."""
+    if not isinstance(donors, list) or not donors or not isinstance(donors[0], dict):
+        return None
+    first = donors[0]
+    more = f" +{len(donors) - 1}" if len(donors) > 1 else ""
+    return f"{first.get('repo_key')} of {first.get('task_id')} ({first.get('distance')}){more}"
 
 
 def _time(value: object) -> float | None:

@@ -142,14 +142,9 @@ def _history_row(stored: StoredEvent, models: dict[str, str | None]) -> list[obj
 
 
 def _borrowed(payload: Mapping[str, Any]) -> str | None:
-    """Where a search started (transfer): the nearest known key and task it borrowed from, and
-    how many keys in all."""
-    donors = payload.get("borrowed_from")
-    if not isinstance(donors, list) or not donors or not isinstance(donors[0], dict):
-        return None
-    first = donors[0]
-    more = f" +{len(donors) - 1}" if len(donors) > 1 else ""
-    return f"{first.get('repo_key')} of {first.get('task_id')} ({first.get('distance')}){more}"
+    from bank.report import borrowed_summary
+
+    return borrowed_summary(payload.get("borrowed_from"))
 
 
 @user_errors

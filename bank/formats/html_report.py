@@ -119,9 +119,10 @@ def _chip(chip: ChipReport) -> str:
     by_id = {t.task_id: t.tuning_name or t.task_id for t in tasks}
     parts.append(f"<h3>Latest policy changes ({len(chip.changes)}, the last appended first)</h3>")
     parts.append(_table(["seq", "recorded_at", "kind", "op_type", "repo_key", "before us", "after us",
-                         "task", "origin"],
+                         "task", "origin", "borrowed from"],
                         [[(c.seq, c.seq), c.recorded_at, c.kind, c.op_type, c.repo_key,
-                          _num(c.before_us), _num(c.after_us), by_id.get(c.task_id, c.task_id), c.origin]
+                          _num(c.before_us), _num(c.after_us), by_id.get(c.task_id, c.task_id), c.origin,
+                          c.borrowed or "-"]
                          for c in chip.changes]))
     parts.append("</section>")
     return "".join(parts)
