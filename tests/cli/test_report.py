@@ -144,3 +144,14 @@ def test_a_big_bank_s_keys_are_thinned_and_the_page_says_so() -> None:
     assert page.count("<circle") == len(keys[::3]) <= MAX_POINTS
     assert f"Shown: {len(keys[::3]):,} of them, one in 3 in key order." in page
     assert f"{sum(1 for k in keys if k.best_us < k.before_us):,} keys are faster" in page
+
+
+def test_the_changes_say_what_a_search_borrowed(report: tuple[Path, str]) -> None:
+    """The Ascend910B2 tune of VGG-19 borrowed from the Ascend310 tune of the same keys (another
+    chip: distance 4.0); the page's change list names the key and task it started from."""
+    out, db = report
+    page = out.read_text(encoding="utf-8")
+    tasks = json.loads(runner.invoke(app, ["tasks", "--db", db, "--json"]).stdout)
+    (donor,) = [t["task_id"] for t in tasks if t["tuning_name"] == "vgg <b>19</b>"]
+    assert "borrowed from" in page
+    assert re.search(rf"\d+ of {donor} \(4\.0\)", page)
