@@ -398,7 +398,7 @@ def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
     warm = group.space.encode(stored.knowledge) if stored else _loaded_candidate(group, loaded)
     search = make_search(options.mode, options.budget, rng)
     neighbours = run.donors.nearest(group.info, options.soc_version, group.repo_key) \
-        if run.donors is not None else []
+        if run.donors is not None and stored is None else []  # a known key warm-starts instead
     borrowed = [map_into(group.space, n.knowledge, run.cost, group.work) for n in neighbours]
     patience = max(PATIENCE_MIN, min(search.budget, group.space.size) // PATIENCE_SHARE) \
         if borrowed else None
