@@ -13,7 +13,7 @@ search's first candidates.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -100,19 +100,32 @@ class Neighbour:
 
 
 class Donors:
-    """The bank's measured policies a tune may borrow from, read once when it starts."""
+    """The bank's measured policies a tune may borrow from, read once when it starts.
+
+    They are kept in groups that can be neighbours of each other (family, vector operator type,
+    tensor ranks), each with its log2 dimensions as one NumPy matrix, so finding a key's
+    nearest costs one vectorised pass over its group: a lower bound of every distance (all but
+    the attribute penalty), then the exact :func:`distance` for the few whose bound can still
+    make the nearest."""
 
     def __init__(self, policies: Iterable[Policy], exclude_task: str | None = None) -> None:
-        self._policies = [p for p in policies
-                          if p.backend == "sim" and p.knowledge and family(p.op_type) is not None
-                          and _tensors(p.info_dict) is not None and p.task_id != exclude_task]
+        import numpy as np
+
+        grouped: dict[tuple[Any, ...], list[Policy]] = {}
+        for p in policies:
+            if p.backend == "sim" and p.knowledge and p.task_id != exclude_task:
+                signature = _signature(p.info_dict)
+                if signature is not None:
+                    grouped.setdefault(signature, []).append(p)
+        self._groups = {signature: _Group(members, np) for signature, members in grouped.items()}
+        self._size = sum(len(members) for members in grouped.values())
 
     @classmethod
     def load(cls, bank: Bank, op_types: Iterable[str | None],
              exclude_task: str | None = None) -> Donors:
-        """The measured policies of every chip for the families of ``op_types``, but those of
-        ``exclude_task`` (a resumed tune does not borrow from its own first part, so it searches
-        as the uninterrupted tune would have)."""
+        """The measured (``sim``) policies of every chip for the families of ``op_types``, but
+        those of ``exclude_task`` (a resumed tune does not borrow from its own first part, so
+        it searches as the uninterrupted tune would have)."""
         from bank.store import PolicyFilter
 
         types = set(op_types)
@@ -120,17 +133,26 @@ class Donors:
         wanted = ({t for t in types if t} | (set(CONV_OPS) if "conv" in families else set())
                   | (set(MATMUL_OPS) if "matmul" in families else set()))
         return cls((p for op_type in sorted(wanted)
-                    for p in bank.policies(PolicyFilter(op_type=op_type))), exclude_task)
+                    for p in bank.policies(PolicyFilter(op_type=op_type, backend="sim"))),
+                   exclude_task)
 
     def __len__(self) -> int:
-        return len(self._policies)
+        return self._size
 
     def nearest(self, info: Mapping[str, Any], soc_version: str, repo_key: str,
                 count: int = NEIGHBOURS) -> list[Neighbour]:
         """The ``count`` known keys nearest to ``info`` (itself left out), same chip first
         (another chip's distance is :data:`OTHER_CHIP` more), ties by key."""
-        found = []
-        for policy in self._policies:
+        signature = _signature(info)
+        group = self._groups.get(signature) if signature is not None else None
+        if group is None:
+            return []
+        found: list[Neighbour] = []
+        worst = float("inf")
+        for bound, index in group.bounds(info, soc_version):
+            if len(found) >= count and bound > worst + 1e-9:
+                break  # every later one is at least this far: none can enter the nearest
+            policy = group.members[index]
             if policy.repo_key == repo_key and policy.soc_version == soc_version:
                 continue
             apart = distance(info, policy.info_dict)
@@ -139,8 +161,55 @@ class Donors:
             apart += 0.0 if policy.soc_version == soc_version else OTHER_CHIP
             found.append(Neighbour(policy.repo_key, policy.soc_version, policy.task_id, apart,
                                    policy.knowledge))
-        found.sort(key=lambda n: (n.distance, n.soc_version != soc_version, n.repo_key))
+            found.sort(key=lambda n: (n.distance, n.soc_version != soc_version, n.repo_key))
+            worst = found[min(count, len(found)) - 1].distance
         return found[:count]
+
+
+def _signature(info: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """What two keys must share to be neighbours: family, the operator type of a vector key,
+    and every tensor's rank (None if the info_dict describes no tensors)."""
+    kind = family(info.get("op_type"))
+    tensors = _tensors(info)
+    if kind is None or tensors is None:
+        return None
+    return (kind, info.get("op_type") if kind == "vector" else None,
+            tuple(len(shape) for shape, _ in tensors))
+
+
+class _Group:
+    """Donors that can be neighbours of each other: their log2 dimensions, and their dtypes,
+    types and chips as codes, one NumPy array each."""
+
+    def __init__(self, members: list[Policy], np: Any) -> None:
+        self.members = members
+        self._np = np
+        rows = [_tensors(p.info_dict) or [] for p in members]
+        self._dims = np.array([[math.log2(d) for shape, _ in tensors for d in shape]
+                               for tensors in rows], dtype=np.float64)
+        self._codes: dict[Any, int] = {}
+        self._dtypes = np.array([[self._code(dtype) for _, dtype in tensors] for tensors in rows],
+                                dtype=np.int64)
+        self._types = np.array([self._code(p.op_type) for p in members], dtype=np.int64)
+        self._socs = np.array([self._code(p.soc_version) for p in members], dtype=np.int64)
+
+    def _code(self, value: Any) -> int:
+        return self._codes.setdefault(value, len(self._codes))
+
+    def bounds(self, info: Mapping[str, Any], soc_version: str) -> Iterator[tuple[float, int]]:
+        """Every member's distance to ``info`` but the attribute penalty (a lower bound of
+        :func:`distance` plus the chip's), nearest first."""
+        np = self._np
+        tensors = _tensors(info) or []
+        query = np.array([math.log2(d) for shape, _ in tensors for d in shape], dtype=np.float64)
+        dtypes = np.array([self._codes.get(dtype, -1) for _, dtype in tensors], dtype=np.int64)
+        bound = np.abs(self._dims - query).sum(axis=1) if query.size else np.zeros(len(self.members))
+        if dtypes.size:
+            bound = bound + DTYPE_MISMATCH * (self._dtypes != dtypes).sum(axis=1)
+        bound = bound + OP_TYPE_MISMATCH * (self._types != self._codes.get(info.get("op_type"), -1))
+        bound = bound + OTHER_CHIP * (self._socs != self._codes.get(soc_version, -1))
+        for i in np.argsort(bound, kind="stable"):
+            yield float(bound[i]), int(i)
 
 
 def map_into(space: SearchSpace, knowledge: Mapping[str, Any], cost: CostModel,

@@ -129,3 +129,32 @@ def test_transfer_is_deterministic_for_every_mode(mode: str, tmp_path: Path,
         runs.append((_tune(db, v2, tmp_path, budget=32, mode=mode, input_shapes=BERT_SHAPE)
                      .measurements, _policies(db)))
     assert runs[0] == runs[1]
+
+
+def test_the_nearest_keys_are_what_comparing_every_donor_finds(tmp_path: Path) -> None:
+    """The grouped, bounded search for neighbours gives exactly the brute force's answer."""
+    from tuner.transfer import OTHER_CHIP, Donors
+
+    db = tmp_path / "donors.db"
+    for model, soc in (("vgg19.onnx", "Ascend910B2"), ("squeezenet.onnx", "Ascend910B2"),
+                       ("vgg19.onnx", "Ascend310P3")):
+        _tune(db, MODELS / model, tmp_path, budget=8, soc_version=soc)
+    with Bank.open(str(db)) as bank:
+        policies = bank.policies()
+    donors = Donors(policies)
+    plan = plan_tune(load_model(MODELS / "inception_v1.onnx"), get_soc("Ascend910B2"), TuneSelection())
+    compared = 0
+    for group in plan.groups:
+        brute = []
+        for p in policies:
+            apart = distance(group.info, p.info_dict)
+            if apart is None or not p.knowledge or (p.repo_key == group.repo_key
+                                                    and p.soc_version == "Ascend910B2"):
+                continue
+            apart += 0.0 if p.soc_version == "Ascend910B2" else OTHER_CHIP
+            brute.append((apart, p.soc_version != "Ascend910B2", p.repo_key, p.soc_version))
+        expected = [(d, key, soc) for d, _, key, soc in sorted(brute)[:3]]
+        found = donors.nearest(group.info, "Ascend910B2", group.repo_key)
+        assert [(n.distance, n.repo_key, n.soc_version) for n in found] == expected, group.op_names
+        compared += bool(found)
+    assert compared > 20
