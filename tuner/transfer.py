@@ -35,9 +35,10 @@ OP_TYPE_MISMATCH = 1.0
 ATTR_MISMATCH = 0.5
 
 
-def family(op_type: str | None) -> str | None:
-    """The search-space family of an operator type: ``conv``, ``matmul`` or ``vector``."""
-    if op_type is None:
+def family(op_type: object) -> str | None:
+    """The search-space family of an operator type: ``conv``, ``matmul`` or ``vector`` (None
+    for anything that is not a type name, as an info_dict from a hostile file may hold)."""
+    if not isinstance(op_type, str):
         return None
     if op_type in CONV_OPS:
         return "conv"
@@ -74,12 +75,18 @@ def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float | None:
 def _tensors(info: Mapping[str, Any]) -> list[tuple[list[int], Any]] | None:
     """Every input's and output's shape (sizes at least 1) and dtype, or ``None`` if the
     info_dict does not describe tensors (an imported AOE entry, a subgraph)."""
+    inputs, outputs = info.get("inputs") or [], info.get("outputs") or []
+    if not isinstance(inputs, list) or not isinstance(outputs, list):
+        return None
     out = []
-    for tensor in [*(info.get("inputs") or []), *(info.get("outputs") or [])]:
+    for tensor in [*inputs, *outputs]:
         shape = tensor.get("shape") if isinstance(tensor, Mapping) else None
         if not isinstance(shape, list) or not all(isinstance(d, int) for d in shape):
             return None
-        out.append(([max(1, d) for d in shape], tensor.get("dtype")))
+        dtype = tensor.get("dtype")
+        if dtype is not None and not isinstance(dtype, str):
+            return None
+        out.append(([max(1, d) for d in shape], dtype))
     return out or None
 
 

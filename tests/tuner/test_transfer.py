@@ -158,3 +158,20 @@ def test_the_nearest_keys_are_what_comparing_every_donor_finds(tmp_path: Path) -
         assert [(n.distance, n.repo_key, n.soc_version) for n in found] == expected, group.op_names
         compared += bool(found)
     assert compared > 20
+
+
+@pytest.mark.parametrize("odd", [
+    {"op_type": ["Conv"], "inputs": [{"shape": [1], "dtype": "float16"}]},
+    {"op_type": "Conv", "inputs": 5},
+    {"op_type": "Conv", "inputs": {"shape": [1]}},
+    {"op_type": "Conv", "inputs": [{"shape": "1x3"}]},
+    {"op_type": None},
+    {"op_type": "Conv", "inputs": [{"shape": [1, 2], "dtype": ["float16"]}]},
+])
+def test_an_info_dict_from_a_hostile_file_is_no_neighbour(odd: dict[str, Any]) -> None:
+    """Imported banks may hold any JSON object as an info_dict: it is never a neighbour, and
+    comparing with it raises nothing."""
+    from tuner.transfer import Donors
+
+    assert distance(CONV, odd) is None and distance(odd, CONV) is None
+    assert Donors([]).nearest(odd, "Ascend310", "k") == []
