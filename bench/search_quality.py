@@ -48,12 +48,12 @@ from fixtures.make_bert import write as write_bert  # noqa: E402
 from fixtures.model_versions import dilated  # noqa: E402
 from tuner.config import TuneSelection  # noqa: E402
 from tuner.costmodel import CostModel  # noqa: E402
-from tuner.flow import PATIENCE_MIN, PATIENCE_SHARE, TuneOptions, tune  # noqa: E402
+from tuner.flow import TuneOptions, tune  # noqa: E402
 from tuner.model import load_model  # noqa: E402
 from tuner.plan import KeyGroup, plan_tune  # noqa: E402
 from tuner.search import Evaluator, SearchError, make_search  # noqa: E402
 from tuner.socs import get_soc  # noqa: E402
-from tuner.transfer import Donors, map_into  # noqa: E402
+from tuner.transfer import Donors, start_from  # noqa: E402
 
 SOCS = ("Ascend910B2", "Ascend310P3")
 TRANSFER_SOC = "Ascend910B2"
@@ -217,10 +217,9 @@ def _donors(folder: Path, model: Path, soc: str, shapes: dict[str, Any] | None =
 
 def transferred(op: Operator, donors: Donors, budget: int, seed: int) -> tuple[float, int]:
     """ga with transfer, as `bank tune` runs it for a new key."""
-    neighbours = donors.nearest(op.group.info, op.soc, op.group.repo_key)
-    borrowed = [map_into(op.group.space, n.knowledge, op.cost, op.group.work) for n in neighbours]
-    patience = max(PATIENCE_MIN, min(budget, op.group.space.size) // PATIENCE_SHARE) if borrowed else None
-    return ours(op, "ga", budget, seed, borrowed, patience)
+    start = start_from(donors, op.group.info, op.group.repo_key, op.soc, op.group.space, op.cost,
+                       op.group.work, budget)
+    return ours(op, "ga", budget, seed, start.borrowed, start.patience)
 
 
 def run_transfer(ops: list[Operator], seeds: int, folder: Path) -> dict[str, Any]:

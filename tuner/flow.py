@@ -20,7 +20,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -42,7 +42,7 @@ from tuner.search import Evaluator, SearchError, make_search
 from tuner.socs import get_soc
 from tuner.space import SearchSpace
 from tuner.subgraphs import plan_subgraphs
-from tuner.transfer import Donors, Neighbour, map_into
+from tuner.transfer import Donors, Neighbour, start_from
 
 BACKEND = "sim"
 RESUMED = {"mode": "search_mode", "seed": "seed", "budget": "budget", "retune": "retune",
@@ -397,11 +397,9 @@ def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
     default_us = float(evaluate(np.array([group.space.default]))[0])
     warm = group.space.encode(stored.knowledge) if stored else _loaded_candidate(group, loaded)
     search = make_search(options.mode, options.budget, rng)
-    neighbours = run.donors.nearest(group.info, options.soc_version, group.repo_key) \
-        if run.donors is not None and stored is None else []  # a known key warm-starts instead
-    borrowed = [map_into(group.space, n.knowledge, run.cost, group.work) for n in neighbours]
-    patience = max(PATIENCE_MIN, min(search.budget, group.space.size) // PATIENCE_SHARE) \
-        if borrowed else None
+    start = start_from(run.donors if stored is None else None,  # a known key warm-starts instead
+                       group.info, group.repo_key, options.soc_version, group.space, run.cost,
+                       group.work, search.budget)
     try:
         if stored is None and warm is not None:  # --load-tuning-result: measure it, no search
             found_us, candidate = float(evaluate(np.array([warm]))[0]), warm
@@ -409,7 +407,7 @@ def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
         else:
             result = search.search(group.space, evaluate, warm,
                                    lambda g, n, best: reporter.generation(group, g, n, best),
-                                   borrowed=borrowed, patience=patience)
+                                   borrowed=start.borrowed, patience=start.patience)
             found_us, candidate, reason = result.latency_us, result.candidate, None
         if not np.isfinite(found_us):
             raise SearchError("no feasible candidate")
@@ -417,20 +415,12 @@ def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
         run.measurements += evaluate.measurements
         return _failed(group, stored, default_us, evaluate.measurements, str(exc))
     run.measurements += evaluate.measurements
-    trail = _trail(neighbours, search.budget, evaluate.measurements, group.space.size)
+    trail = _trail(start.neighbours, search.budget, evaluate.measurements, group.space.size)
     return _decide(group, stored, default_us, found_us, candidate, evaluate.measurements, reason,
                    trail)
 
 
-PATIENCE_MIN = 16
-PATIENCE_SHARE = 8
-"""A search that borrowed from known keys stops once max(PATIENCE_MIN, B / PATIENCE_SHARE)
-measurements in a row found nothing better, B the smaller of its budget and its space (a small
-space is then searched rather than measured whole); one that borrowed nothing spends its
-budget, or measures its space whole."""
-
-
-def _trail(neighbours: list[Neighbour], budget: int, measured: int, size: int) -> dict[str, Any]:
+def _trail(neighbours: Sequence[Neighbour], budget: int, measured: int, size: int) -> dict[str, Any]:
     """What an outcome records of where its search started and how much budget it used."""
     if not neighbours:
         return {}

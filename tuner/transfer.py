@@ -219,6 +219,33 @@ class _Group:
             yield float(bound[i]), int(i)
 
 
+PATIENCE_MIN = 16
+PATIENCE_SHARE = 8
+"""A search that borrowed from known keys stops once max(PATIENCE_MIN, B / PATIENCE_SHARE)
+measurements in a row found nothing better, B the smaller of its budget and its space (a small
+space is then searched rather than measured whole); one that borrowed nothing spends its
+budget, or measures its space whole."""
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a new key's search starts: the neighbours it borrows from, their policies as
+    candidates of its space, and when it may stop early (None: it spends its budget)."""
+
+    neighbours: tuple[Neighbour, ...]
+    borrowed: tuple[tuple[int, ...], ...]
+    patience: int | None
+
+
+def start_from(donors: Donors | None, info: Mapping[str, Any], repo_key: str, soc_version: str,
+               space: SearchSpace, cost: CostModel, work: Workload, budget: int) -> Start:
+    """How `bank tune` starts a new key's search from ``donors`` (none: from the default)."""
+    neighbours = tuple(donors.nearest(info, soc_version, repo_key)) if donors is not None else ()
+    borrowed = tuple(map_into(space, n.knowledge, cost, work) for n in neighbours)
+    patience = max(PATIENCE_MIN, min(budget, space.size) // PATIENCE_SHARE) if borrowed else None
+    return Start(neighbours, borrowed, patience)
+
+
 def map_into(space: SearchSpace, knowledge: Mapping[str, Any], cost: CostModel,
              work: Workload) -> tuple[int, ...]:
     """A policy of another key as a candidate of ``space``: each knob at its value there, or the
