@@ -82,6 +82,9 @@ class Operator:
     def latency(self, candidates: np.ndarray) -> np.ndarray:
         return self.cost.evaluate(self.group.work, self.group.space, candidates)
 
+    def fits(self, candidates: np.ndarray) -> np.ndarray:
+        return self.cost.fitting(self.group.work, self.group.space, candidates)
+
 
 def _ops(name: str, path: Path, soc_name: str, shapes: dict[str, Any] | None = None) -> list[Operator]:
     soc = get_soc(soc_name)
@@ -114,7 +117,7 @@ def ours(op: Operator, mode: str, budget: int, seed: int, borrowed: Sequence[tup
     """Best latency and measurements of one of tunebank's searches, the default priced first
     as `bank tune` does."""
     rng = np.random.default_rng([seed, int(op.group.repo_key)])
-    evaluate = Evaluator(op.latency)
+    evaluate = Evaluator(op.latency, fits=op.fits)
     evaluate(np.array([op.group.space.default]))
     try:
         result = make_search(mode, budget, rng).search(op.group.space, evaluate, borrowed=borrowed,

@@ -240,6 +240,13 @@ class CostModel:
             return self._conv_fits(work, knobs, self._conv_geometry(work, knobs))
         return self._vector_fits(work, knobs)
 
+    def fitting(self, work: Workload, space: SearchSpace, candidates: np.ndarray) -> np.ndarray:
+        """Whether each candidate row fits the chip, without pricing it: the static check a
+        compiler makes before a tiling runs (a matmul on the vector unit always fits)."""
+        knobs = space.decode(np.atleast_2d(candidates))
+        ok = self.fits(work, {name: knobs[name] for name in FIT_KNOBS[space.family]})
+        return ok | (knobs["impl"] == 1) if "impl" in knobs else ok
+
     def _vector_fits(self, w: VectorWork, k: dict[str, np.ndarray]) -> np.ndarray:
         fits: np.ndarray = k["tile"] * FP16 * (w.inputs + 1) * (1 + k["doubleBuffer"]) <= self.soc.ub_bytes
         return fits

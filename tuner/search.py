@@ -19,6 +19,10 @@ from tuner.space import SearchSpace
 EXHAUSTIVE_LIMIT = 2_000_000
 Progress = Callable[[int, int, float], None]
 Measure = Callable[[np.ndarray], np.ndarray]
+FitCheck = Callable[[np.ndarray], np.ndarray]
+"""Whether each candidate row fits the chip, decided statically (without a measurement)."""
+REPAIRS = 3
+"""A descent move that does not fit is repaired this many ways (see :meth:`BaseSearch._repaired`)."""
 
 
 class SearchError(BankError):
@@ -42,11 +46,16 @@ class Evaluator:
         noise: relative standard deviation of one run's measurement (0: exact).
         run_loop: runs per candidate; the median is kept (AOE's RUN_LOOP).
         rng: the generator the noise is drawn from.
+        fits: the backend's static check of whether candidates fit the chip, if it has one (a
+            compiler rejects such a tiling before it runs). Searches use it only to choose
+            what to measure; a candidate that is measured counts whether it fits or not.
     """
 
     def __init__(self, latency: Callable[[np.ndarray], np.ndarray], noise: float = 0.0,
-                 run_loop: int = 1, rng: np.random.Generator | None = None) -> None:
+                 run_loop: int = 1, rng: np.random.Generator | None = None,
+                 fits: FitCheck | None = None) -> None:
         self._latency = latency
+        self.fits = fits
         self._noise = noise
         self._run_loop = max(1, run_loop)
         self._rng = rng or np.random.default_rng(0)
@@ -113,8 +122,9 @@ class BaseSearch(ABC):
         Args:
             borrowed: candidates from known keys like this one (see :mod:`tuner.transfer`),
                 measured among the first, after the warm start and the default.
-            patience: stop once this many measurements in a row found nothing better
-                (``None``: spend the whole budget).
+            patience: stop once this many measurements in a row found nothing better, counted
+                once the descent has ended (ga, rl: a descent still visiting knobs is not
+                stopped) and from the start for random (``None``: spend the whole budget).
 
         Raises:
             SearchError: no candidate measured was feasible.
@@ -125,6 +135,7 @@ class BaseSearch(ABC):
         self._borrowed = [tuple(int(v) for v in row) for row in borrowed]
         self._patience = patience
         self._last_gain = 0
+        self._settled = self.name == "random"  # early stop waits for the end of the descent
         self._progress: Progress | None = progress
         self._step = self._total = 0
         if space.size <= self.budget and self.name != "exhaustive" and not self._borrowed:
@@ -172,10 +183,10 @@ class BaseSearch(ABC):
 
     @property
     def left(self) -> int:
-        """Measurements the budget still allows: none once ``patience`` measurements in a row
-        found nothing better."""
+        """Measurements the budget still allows: none once the descent has ended and
+        ``patience`` measurements in a row found nothing better."""
         spent = self._evaluate.measurements - self._start
-        if self._patience is not None and spent - self._last_gain >= self._patience:
+        if self._patience is not None and self._settled and spent - self._last_gain >= self._patience:
             return 0
         return self.budget - spent
 
@@ -194,27 +205,103 @@ class BaseSearch(ABC):
 
     def _descend(self, evaluate: Measure, best: np.ndarray, best_us: float, dims: np.ndarray,
                  unit: int, passes: int | None = None) -> np.ndarray:
-        """Coordinate descent from ``best``: each knob in turn (in random order) tried at every
-        value with the others held, the best kept, until a pass improves nothing, ``passes``
-        passes are done or the budget is spent; return the best candidate."""
-        improved, done = True, 0
-        while improved and (passes is None or done < passes):
+        """Coordinate descent from ``best``; return the best candidate it found.
+
+        A pass visits every knob once, in random order, the others held. Passes probe first:
+        a knob steps one value at a time away from the best while that is faster (up, then
+        down if up gained nothing), which costs a few measurements a knob. Once a probing pass
+        improves nothing, a full pass tries every value of every knob; if that improves,
+        probing resumes, else the descent ends. It also ends after ``passes`` passes or when
+        the budget is spent. A move that does not fit the chip is :meth:`_repaired`.
+        """
+        probing, done = True, 0
+        while passes is None or done < passes:
             done += 1
             improved = False
             for knob in self.rng.permutation(len(dims)):
-                rows = np.repeat(best[None, :], dims[knob], axis=0)
-                rows[:, knob] = np.arange(dims[knob])
-                rows = self._evaluate.unseen(rows, self.left)
+                visit = self._probe if probing else self._sweep
+                best, best_us, better = visit(evaluate, best, best_us, int(knob), dims)
+                improved = improved or better
+                self._tick(unit)
+                if self.left <= 0:
+                    break
+            if self.left <= 0 or not (improved or probing):
+                break
+            probing = improved
+        self._settled = True
+        return best
+
+    def _probe(self, evaluate: Measure, best: np.ndarray, best_us: float, knob: int,
+               dims: np.ndarray) -> tuple[np.ndarray, float, bool]:
+        """Step ``knob`` away from its best value while each step is faster: up, then down."""
+        improved = False
+        for direction in (1, -1):
+            if improved:
+                break
+            value = int(best[knob]) + direction
+            while 0 <= value < dims[knob] and self.left > 0:
+                row = best.copy()
+                row[knob] = value
+                rows = self._evaluate.unseen(self._repaired(row[None, :], knob, dims), self.left)
+                value += direction
                 if not len(rows):
                     continue
                 latency = evaluate(rows)
                 i = int(np.argmin(latency))
                 if latency[i] < best_us:
                     best, best_us, improved = rows[i].astype(np.int64), float(latency[i]), True
-                self._tick(unit)
-                if self.left <= 0:
-                    return best
-        return best
+                elif np.isfinite(latency).any():
+                    break
+        return best, best_us, improved
+
+    def _sweep(self, evaluate: Measure, best: np.ndarray, best_us: float, knob: int,
+               dims: np.ndarray) -> tuple[np.ndarray, float, bool]:
+        """Try ``knob`` at every value and keep the fastest."""
+        rows = np.repeat(best[None, :], dims[knob], axis=0)
+        rows[:, knob] = np.arange(dims[knob])
+        rows = self._evaluate.unseen(self._repaired(rows, knob, dims), self.left)
+        if not len(rows):
+            return best, best_us, False
+        latency = evaluate(rows)
+        i = int(np.argmin(latency))
+        if latency[i] < best_us:
+            return rows[i].astype(np.int64), float(latency[i]), True
+        return best, best_us, False
+
+    def _repaired(self, rows: np.ndarray, knob: int, dims: np.ndarray) -> np.ndarray:
+        """``rows`` (one knob's values) where each row that does not fit the chip is replaced
+        by its :data:`REPAIRS` nearest repairs that do: one other knob moved to the fitting
+        value nearest its own (ties drawn at random). A one-knob descent cannot follow the
+        buffer limits (a larger nL0 needs a smaller kBL1 to fit L1); a repaired move can.
+        Without a static fit check the rows are returned as they are."""
+        fits = self._evaluate.fits
+        if fits is None:
+            return rows
+        ok = np.asarray(fits(rows), dtype=bool)
+        if ok.all():
+            return rows
+        broken = rows[~ok]
+        alternatives: list[np.ndarray] = []
+        distance: list[np.ndarray] = []
+        owner: list[np.ndarray] = []
+        for other in range(len(dims)):
+            if other == knob:
+                continue
+            values = np.tile(np.arange(dims[other]), len(broken))
+            moved = np.repeat(broken, dims[other], axis=0)
+            distance.append(np.abs(values - moved[:, other]))
+            moved[:, other] = values
+            alternatives.append(moved)
+            owner.append(np.repeat(np.arange(len(broken)), dims[other]))
+        if not alternatives:
+            kept: np.ndarray = rows[ok]
+            return kept
+        moved, gap, whose = (np.concatenate(a) for a in (alternatives, distance, owner))
+        order = np.lexsort((self.rng.random(len(moved)), gap, whose))
+        order = order[np.asarray(fits(moved[order]), dtype=bool)]  # by row, nearest first
+        ranked = whose[order]
+        place = np.arange(len(order)) - np.searchsorted(ranked, ranked)  # 0 for a row's nearest
+        return np.concatenate([rows[ok], moved[order[place < REPAIRS]]])
 
     @property
     def best_us(self) -> float:

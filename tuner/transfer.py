@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from bank import Bank
     from bank.projection import Policy
 
-NEIGHBOURS = 3
+NEIGHBOURS = 8
 """How many of the nearest known keys seed a new key's search."""
 OTHER_CHIP = 4.0
 """What a donor on another chip adds to its distance: its times, and some of its knobs'
@@ -33,6 +33,9 @@ ranges, are another chip's."""
 DTYPE_MISMATCH = 2.0
 OP_TYPE_MISMATCH = 1.0
 ATTR_MISMATCH = 0.5
+EXTRA_INPUT_MISMATCH = 0.5
+"""What a Cube key's bias (an input after the first two) adds when only one of the two has it:
+the tiling is the data's and the weights', the bias is added on the way out."""
 
 
 def family(op_type: object) -> str | None:
@@ -51,10 +54,12 @@ def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float | None:
     """How far apart two operator keys (info_dicts) are, or ``None`` if one's policy says
     nothing of the other's (another family, another vector operator, another tensor layout).
 
-    The distance is the sum, over every dimension of every input and output, of the difference
-    of their log2 sizes (a shape twice as large in one dimension is 1 away), plus 2 for each
-    tensor of another dtype, 1 for another operator type of the same family (Gemm for MatMul)
-    and 0.5 for each kernel attribute (strides, dilations, groups, ...) of another value.
+    The distance is the sum, over every dimension of every input and output compared (a Cube
+    key's data, weights and output; every tensor of a vector key), of the difference of their
+    log2 sizes (a shape twice as large in one dimension is 1 away), plus 2 for each tensor of
+    another dtype, 1 for another operator type of the same family (Gemm for MatMul), 0.5 for
+    each kernel attribute (strides, dilations, groups, ...) of another value and 0.5 for a
+    bias only one of them has.
     """
     if family(a.get("op_type")) is None or family(a.get("op_type")) != family(b.get("op_type")):
         return None
@@ -69,17 +74,29 @@ def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float | None:
     total += OP_TYPE_MISMATCH * (a.get("op_type") != b.get("op_type"))
     attrs_a, attrs_b = a.get("attrs") or {}, b.get("attrs") or {}
     total += ATTR_MISMATCH * sum(attrs_a.get(k) != attrs_b.get(k) for k in set(attrs_a) | set(attrs_b))
+    total += EXTRA_INPUT_MISMATCH * abs(_extra_inputs(a) - _extra_inputs(b))
     return float(total)
 
 
+def _cube(info: Mapping[str, Any]) -> bool:
+    return family(info.get("op_type")) in ("conv", "matmul")
+
+
+def _extra_inputs(info: Mapping[str, Any]) -> int:
+    """How many inputs of a Cube key are not compared (a bias): those after the first two."""
+    inputs = info.get("inputs")
+    return max(0, len(inputs) - 2) if _cube(info) and isinstance(inputs, list) else 0
+
+
 def _tensors(info: Mapping[str, Any]) -> list[tuple[list[int], Any]] | None:
-    """Every input's and output's shape (sizes at least 1) and dtype, or ``None`` if the
-    info_dict does not describe tensors (an imported AOE entry, a subgraph)."""
+    """The shape (sizes at least 1) and dtype of every tensor compared: a Cube key's first two
+    inputs (data and weights) and its outputs, every input and output of a vector key; or
+    ``None`` if the info_dict does not describe tensors (an imported AOE entry, a subgraph)."""
     inputs, outputs = info.get("inputs") or [], info.get("outputs") or []
     if not isinstance(inputs, list) or not isinstance(outputs, list):
         return None
     out = []
-    for tensor in [*inputs, *outputs]:
+    for tensor in [*(inputs[:2] if _cube(info) else inputs), *outputs]:
         shape = tensor.get("shape") if isinstance(tensor, Mapping) else None
         if not isinstance(shape, list) or not all(isinstance(d, int) for d in shape):
             return None

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tuner.costmodel import CostModel
-from tuner.search import STRATEGIES, Evaluator, SearchError, make_search
+from tuner.search import REPAIRS, STRATEGIES, Evaluator, SearchError, make_search
 from tuner.socs import SOCS
 from tuner.space import SearchSpace, conv_space, matmul_space, vector_space
 from tuner.workload import ConvWork, MatmulWork, VectorWork, Workload
@@ -109,3 +109,68 @@ def test_exhaustive_refuses_a_huge_space() -> None:
 def test_unknown_mode() -> None:
     with pytest.raises(SearchError, match="--mode: unknown mode 'sa'"):
         make_search("sa", None, np.random.default_rng(0))
+
+
+# ResNet-50's stride-2 1x1 convolution into 2048 channels: on Ascend910B2 every one-knob move
+# from the compiler's default is slower or does not fit (a larger nL0 overflows L1 unless kBL1
+# shrinks with it), so a plain descent stays at the default.
+STUCK = ConvWork(1, 1024, 14, 14, 2048, 7, 7, 1, 1, 2, 1, False)
+
+
+def _evaluator(work: Workload, space: SearchSpace, with_fits: bool) -> Evaluator:
+    cost = CostModel(SPEC)
+    return Evaluator(lambda c: cost.evaluate(work, space, c),
+                     fits=(lambda c: cost.fitting(work, space, c)) if with_fits else None)
+
+
+def test_a_repaired_move_fits_and_moves_one_more_knob() -> None:
+    space = conv_space(STUCK, SPEC)
+    dims = np.array([len(k.values) for k in space.knobs])
+    knob = [k.name for k in space.knobs].index("nL0")
+    sweep = np.repeat(np.array([space.default]), dims[knob], axis=0)
+    sweep[:, knob] = np.arange(dims[knob])
+    search = make_search("ga", 64, np.random.default_rng(0))
+    search._evaluate = evaluate = _evaluator(STUCK, space, with_fits=True)
+    assert evaluate.fits is not None
+    fitting = evaluate.fits(sweep)
+    assert not fitting.all()  # the largest nL0 does not fit as it is
+    rows = search._repaired(sweep, knob, dims)
+    assert evaluate.fits(rows).all()
+    assert len(rows) == fitting.sum() + REPAIRS * (~fitting).sum()
+    for row in rows[fitting.sum():]:
+        moved = np.nonzero(row != np.array(space.default))[0].tolist()
+        assert knob in moved and len(moved) == 2
+
+
+def test_without_a_fit_check_nothing_is_repaired() -> None:
+    space = conv_space(STUCK, SPEC)
+    search = make_search("ga", 64, np.random.default_rng(0))
+    search._evaluate = _evaluator(STUCK, space, with_fits=False)
+    rows = np.array([space.default] * 3)
+    assert search._repaired(rows, 0, np.array([len(k.values) for k in space.knobs])) is rows
+
+
+def test_repaired_moves_take_the_descent_past_a_buffer_limit() -> None:
+    space = conv_space(STUCK, SPEC)
+    for seed in range(4):
+        found = {}
+        for with_fits in (False, True):
+            evaluate = _evaluator(STUCK, space, with_fits)
+            default_us = float(evaluate(np.array([space.default]))[0])
+            result = make_search("ga", 32, np.random.default_rng(seed)).search(space, evaluate)
+            assert result.measurements == 32  # the check chooses what is measured, costs nothing
+            found[with_fits] = result.latency_us / default_us
+        assert found[False] == 1.0  # stuck at the default
+        assert found[True] < 0.8
+
+
+def test_patience_waits_for_the_descent_to_end() -> None:
+    """Two fruitless measurements in a row do not stop a descent still visiting knobs: the
+    search goes on to its best, then stops well before the budget."""
+    space = conv_space(STUCK, SPEC)
+    for seed in range(4):
+        evaluate = _evaluator(STUCK, space, with_fits=True)
+        default_us = float(evaluate(np.array([space.default]))[0])
+        result = make_search("ga", 128, np.random.default_rng(seed)).search(space, evaluate, patience=2)
+        assert result.latency_us < 0.8 * default_us
+        assert 16 < result.measurements < 128

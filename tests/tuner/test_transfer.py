@@ -45,6 +45,25 @@ def test_distance_is_log2_shape_plus_penalties() -> None:
     assert distance(relu, _with(relu, op_type="Sigmoid")) is None  # another vector operator
     assert distance(relu, {"op_type": "Relu", "op_name": "r"}) is None  # an imported AOE entry
     assert distance(CONV, _with(CONV, inputs=CONV["inputs"][:1])) is None  # another arity
+    bias = [*CONV["inputs"], {"shape": [64], "dtype": "float16"}]
+    assert distance(CONV, _with(CONV, inputs=bias)) == 0.5  # the tiling is the data's and weights'
+    wider_bias = [*CONV["inputs"], {"shape": [4096], "dtype": "float32"}]
+    assert distance(_with(CONV, inputs=bias), _with(CONV, inputs=wider_bias)) == 0.0
+
+
+def test_a_conv_with_a_bias_borrows_from_convs_without(tmp_path: Path) -> None:
+    """ResNet-50's convolutions have no bias, VGG-19's have one: each is the other's neighbour."""
+    from tuner.transfer import Donors
+
+    db = tmp_path / "bank.db"
+    tune(lambda: Bank.open(str(db), create=True),
+         TuneOptions(model=RESNET, soc_version="Ascend910B2", work_dir=tmp_path, budget=8))
+    with Bank.open(str(db)) as bank:
+        donors = Donors(bank.policies())
+    vgg = plan_tune(load_model(MODELS / "vgg19.onnx"), get_soc("Ascend910B2"), TuneSelection())
+    convs = [g for g in vgg.groups if g.info["op_type"] == "Conv"]
+    assert convs and all(len(g.info["inputs"]) == 3 for g in convs)
+    assert all(donors.nearest(g.info, "Ascend910B2", g.repo_key) for g in convs)
 
 
 def test_a_borrowed_policy_is_mapped_into_the_space_and_repaired_to_fit() -> None:
@@ -133,7 +152,7 @@ def test_transfer_is_deterministic_for_every_mode(mode: str, tmp_path: Path,
 
 def test_the_nearest_keys_are_what_comparing_every_donor_finds(tmp_path: Path) -> None:
     """The grouped, bounded search for neighbours gives exactly the brute force's answer."""
-    from tuner.transfer import OTHER_CHIP, Donors
+    from tuner.transfer import NEIGHBOURS, OTHER_CHIP, Donors
 
     db = tmp_path / "donors.db"
     for model, soc in (("vgg19.onnx", "Ascend910B2"), ("squeezenet.onnx", "Ascend910B2"),
@@ -153,7 +172,7 @@ def test_the_nearest_keys_are_what_comparing_every_donor_finds(tmp_path: Path) -
                 continue
             apart += 0.0 if p.soc_version == "Ascend910B2" else OTHER_CHIP
             brute.append((apart, p.soc_version != "Ascend910B2", p.repo_key, p.soc_version))
-        expected = [(d, key, soc) for d, _, key, soc in sorted(brute)[:3]]
+        expected = [(d, key, soc) for d, _, key, soc in sorted(brute)[:NEIGHBOURS]]
         found = donors.nearest(group.info, "Ascend910B2", group.repo_key)
         assert [(n.distance, n.repo_key, n.soc_version) for n in found] == expected, group.op_names
         compared += bool(found)

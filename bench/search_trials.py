@@ -1,17 +1,18 @@
-"""A trial, not a feature: does a ranking model fitted to a key's own measurements help ga?
+"""Trials, not features: do a ranking model or repaired moves bring ga closer to the optimum?
 
-Usage: python bench/ranking_trial.py [--seeds 3] [--fits]
+Usage: python bench/search_trials.py [--seeds 3] [--fits]
 
 Issue 17 asked whether a simple model should rank candidates before they are measured. This
 runs, on the 60 Cube keys of bench/search_quality.py's scratch suite against their exact optima,
-three searches with the same budget rule as `bank tune` (distinct candidates, default included):
+four searches with the same budget rule as `bank tune` (distinct candidates, default included):
 
-- ``ga``: tunebank's GeneticSearch as shipped;
+- ``ga``: tunebank's GeneticSearch as shipped, its descent repairing the moves that do not fit
+  the chip (:meth:`tuner.search.BaseSearch._repaired`); ``ga-no-repair``, the same without;
 - ``ga+rank``: the same descent, then each generation breeds 16 times the children it needs and
   measures those a ridge regression ranks best (log latency on a one-hot and a log2 value per
   knob, fitted to every candidate measured so far), a quarter drawn at random to keep exploring;
 - ``local+rank``: no descent; each step proposes every one-knob change of the best candidate
-  and 400 two-knob changes of each of the three best, and measures the 4 the model ranks best.
+  and 400 two-knob changes of each of the three best, and measures the 4 the model ranks best;
 
 ``--fits`` gives every search the chip's static fit check for free: a candidate that does not
 fit the buffers is never measured nor counted (what a compiler's tiling check would reject).
@@ -32,7 +33,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.search_quality import Operator, geomean, suites, with_optima  # noqa: E402
-from tuner.costmodel import FIT_KNOBS  # noqa: E402
 from tuner.search import Evaluator, GeneticSearch, Measure  # noqa: E402
 from tuner.space import SearchSpace  # noqa: E402
 
@@ -134,24 +134,21 @@ class FreeFitCheck(Evaluator):
     ``inf`` without a measurement."""
 
     def __init__(self, op: Operator) -> None:
-        super().__init__(op.latency)
+        super().__init__(op.latency, fits=op.fits)
         self._op = op
 
     def __call__(self, candidates: np.ndarray) -> np.ndarray:
         rows = np.ascontiguousarray(candidates, dtype=np.int16)
-        space = self._op.group.space
-        knobs = space.decode(rows.astype(np.int64))
-        fits = self._op.cost.fits(self._op.group.work, {n: knobs[n] for n in FIT_KNOBS[space.family]})
-        if "impl" in knobs:
-            fits = fits | (knobs["impl"] == 1)
-        for row in rows[~fits]:
+        for row in rows[~self._op.fits(rows)]:
             self._seen.setdefault(row.tobytes(), math.inf)
         return super().__call__(rows)
 
 
-def best_found(op: Operator, cls: type[GeneticSearch], budget: int, seed: int, free_fits: bool) -> float:
-    """The best latency one search finds on one key, the default priced first."""
-    evaluate: Evaluator = FreeFitCheck(op) if free_fits else Evaluator(op.latency)
+def best_found(op: Operator, cls: type[GeneticSearch], budget: int, seed: int, free_fits: bool,
+               repair: bool = True) -> float:
+    """The best latency one search finds on one key, the default priced first; ``repair``
+    gives the search the static fit check its descent repairs moves with."""
+    evaluate = FreeFitCheck(op) if free_fits else Evaluator(op.latency, fits=op.fits if repair else None)
     evaluate(np.array([op.group.space.default]))
     rng = np.random.default_rng([seed, int(op.group.repo_key)])
     return cls(budget, rng).search(op.group.space, evaluate).latency_us
@@ -164,14 +161,15 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         ops = [op for op in with_optima(suites(Path(folder))["scratch"]) if op.family == "cube"]
-    searches: dict[str, type[GeneticSearch]] = {"ga": GeneticSearch, "ga+rank": RankedGA,
-                                                 "local+rank": RankedLocal}
+    searches: dict[str, tuple[type[GeneticSearch], bool]] = {
+        "ga": (GeneticSearch, True), "ga-no-repair": (GeneticSearch, False),
+        "ga+rank": (RankedGA, True), "local+rank": (RankedLocal, True)}
     print(f"{len(ops)} Cube keys x {args.seeds} seeds, free fit check: {args.fits}")
     print("search      " + "".join(f"{b:>16}" for b in (16, 32, 64, 128)))
-    for name, cls in searches.items():
+    for name, (cls, repair) in searches.items():
         cells = []
         for budget in (16, 32, 64, 128):
-            ratios = [best_found(op, cls, budget, s, args.fits) / op.optimum_us
+            ratios = [best_found(op, cls, budget, s, args.fits, repair) / op.optimum_us
                       for op in ops for s in range(args.seeds)]
             cells.append(f"{geomean(ratios):.3f} / {max(ratios):.3f}")
         print(f"{name:<12}" + "".join(f"{c:>16}" for c in cells))
