@@ -51,7 +51,7 @@ from tuner.costmodel import CostModel  # noqa: E402
 from tuner.flow import TuneOptions, tune  # noqa: E402
 from tuner.model import load_model  # noqa: E402
 from tuner.plan import KeyGroup, plan_tune  # noqa: E402
-from tuner.search import Evaluator, SearchError, make_search  # noqa: E402
+from tuner.search import Evaluator, FitCheck, SearchError, make_search  # noqa: E402
 from tuner.socs import get_soc  # noqa: E402
 from tuner.transfer import Donors, start_from  # noqa: E402
 
@@ -85,6 +85,9 @@ class Operator:
     def fits(self, candidates: np.ndarray) -> np.ndarray:
         return self.cost.fitting(self.group.work, self.group.space, candidates)
 
+    def fit_check(self) -> FitCheck:
+        return self.cost.fit_check(self.group.work, self.group.space)
+
 
 def _ops(name: str, path: Path, soc_name: str, shapes: dict[str, Any] | None = None) -> list[Operator]:
     soc = get_soc(soc_name)
@@ -117,7 +120,7 @@ def ours(op: Operator, mode: str, budget: int, seed: int, borrowed: Sequence[tup
     """Best latency and measurements of one of tunebank's searches, the default priced first
     as `bank tune` does."""
     rng = np.random.default_rng([seed, int(op.group.repo_key)])
-    evaluate = Evaluator(op.latency, fits=op.fits)
+    evaluate = Evaluator(op.latency, fits=op.fit_check())
     evaluate(np.array([op.group.space.default]))
     try:
         result = make_search(mode, budget, rng).search(op.group.space, evaluate, borrowed=borrowed,

@@ -7,7 +7,7 @@ runs, on the 60 Cube keys of bench/search_quality.py's scratch suite against the
 four searches with the same budget rule as `bank tune` (distinct candidates, default included):
 
 - ``ga``: tunebank's GeneticSearch as shipped, its descent repairing the moves that do not fit
-  the chip (:meth:`tuner.search.BaseSearch._repaired`); ``ga-no-repair``, the same without;
+  the chip (:meth:`tuner.search.BaseSearch._line`); ``ga-no-repair``, the same without;
 - ``ga+rank``: the same descent, then each generation breeds 16 times the children it needs and
   measures those a ridge regression ranks best (log latency on a one-hot and a log2 value per
   knob, fitted to every candidate measured so far), a quarter drawn at random to keep exploring;
@@ -134,7 +134,7 @@ class FreeFitCheck(Evaluator):
     ``inf`` without a measurement."""
 
     def __init__(self, op: Operator) -> None:
-        super().__init__(op.latency, fits=op.fits)
+        super().__init__(op.latency, fits=op.fit_check())
         self._op = op
 
     def __call__(self, candidates: np.ndarray) -> np.ndarray:
@@ -148,7 +148,8 @@ def best_found(op: Operator, cls: type[GeneticSearch], budget: int, seed: int, f
                repair: bool = True) -> float:
     """The best latency one search finds on one key, the default priced first; ``repair``
     gives the search the static fit check its descent repairs moves with."""
-    evaluate = FreeFitCheck(op) if free_fits else Evaluator(op.latency, fits=op.fits if repair else None)
+    checked = op.fit_check() if repair else None
+    evaluate = FreeFitCheck(op) if free_fits else Evaluator(op.latency, fits=checked)
     evaluate(np.array([op.group.space.default]))
     rng = np.random.default_rng([seed, int(op.group.repo_key)])
     return cls(budget, rng).search(op.group.space, evaluate).latency_us

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tuner.search import FitCheck
 from tuner.socs import SocSpec
 from tuner.space import SearchSpace, space_for
 from tuner.workload import ConvWork, MatmulWork, SubgraphWork, VectorWork, Workload
@@ -33,7 +34,7 @@ HANDOFF_CYCLES = 128  # a fused tile handed from the anchor to the vector unit: 
 
 
 def _ceil(a: Array | int, b: Array | int) -> Array:
-    return np.ceil(np.asarray(a, dtype=np.float64) / np.asarray(b, dtype=np.float64))
+    return np.ceil(np.true_divide(a, b, dtype=np.float64))
 
 
 FIT_KNOBS = {
@@ -240,11 +241,17 @@ class CostModel:
             return self._conv_fits(work, knobs, self._conv_geometry(work, knobs))
         return self._vector_fits(work, knobs)
 
+    def fit_check(self, work: Workload, space: SearchSpace) -> FitCheck:
+        """:meth:`fitting` for one key, with the knobs it reads, as a search takes it."""
+        reads = {*FIT_KNOBS[space.family], "impl"}
+        return FitCheck(lambda candidates: self.fitting(work, space, candidates),
+                        frozenset(i for i, knob in enumerate(space.knobs) if knob.name in reads))
+
     def fitting(self, work: Workload, space: SearchSpace, candidates: np.ndarray) -> np.ndarray:
         """Whether each candidate row fits the chip, without pricing it: the static check a
         compiler makes before a tiling runs (a matmul on the vector unit always fits)."""
-        knobs = space.decode(np.atleast_2d(candidates))
-        ok = self.fits(work, {name: knobs[name] for name in FIT_KNOBS[space.family]})
+        knobs = space.decode(np.atleast_2d(candidates), (*FIT_KNOBS[space.family], "impl"))
+        ok = self.fits(work, knobs)
         return ok | (knobs["impl"] == 1) if "impl" in knobs else ok
 
     def _vector_fits(self, w: VectorWork, k: dict[str, np.ndarray]) -> np.ndarray:

@@ -394,7 +394,7 @@ def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
     rng = np.random.default_rng([options.seed, int(group.repo_key)])
     evaluate = Evaluator(lambda c: run.cost.evaluate(group.work, group.space, c),
                          options.noise, options.run_loop, np.random.default_rng(rng.integers(2**63)),
-                         fits=lambda c: run.cost.fitting(group.work, group.space, c))
+                         fits=run.cost.fit_check(group.work, group.space))
     default_us = float(evaluate(np.array([group.space.default]))[0])
     warm = group.space.encode(stored.knowledge) if stored else _loaded_candidate(group, loaded)
     search = make_search(options.mode, options.budget, rng)

@@ -19,10 +19,24 @@ from tuner.space import SearchSpace
 EXHAUSTIVE_LIMIT = 2_000_000
 Progress = Callable[[int, int, float], None]
 Measure = Callable[[np.ndarray], np.ndarray]
-FitCheck = Callable[[np.ndarray], np.ndarray]
-"""Whether each candidate row fits the chip, decided statically (without a measurement)."""
+
+
+@dataclass(frozen=True)
+class FitCheck:
+    """A backend's static check of whether candidates fit the chip (without a measurement).
+
+    Args:
+        check: whether each candidate row fits.
+        knobs: the indices of the knobs ``check`` reads: a candidate that fits still fits
+            whatever its other knobs.
+    """
+
+    check: Callable[[np.ndarray], np.ndarray]
+    knobs: frozenset[int]
+
 REPAIRS = 3
-"""A descent move that does not fit is repaired this many ways (see :meth:`BaseSearch._repaired`)."""
+PROBE_BELOW = 8
+"""A descent move that does not fit is repaired this many ways (see :meth:`BaseSearch._line`)."""
 
 
 class SearchError(BankError):
@@ -107,6 +121,7 @@ class BaseSearch(ABC):
     def __init__(self, budget: int, rng: np.random.Generator) -> None:
         self.budget = max(1, budget)
         self.rng = rng
+        self._lines: dict[tuple[bytes, int], list[np.ndarray]] = {}
 
     @abstractmethod
     def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
@@ -136,6 +151,7 @@ class BaseSearch(ABC):
         self._patience = patience
         self._last_gain = 0
         self._settled = self.name == "random"  # early stop waits for the end of the descent
+        self._lines = {}
         self._progress: Progress | None = progress
         self._step = self._total = 0
         if space.size <= self.budget and self.name != "exhaustive" and not self._borrowed:
@@ -159,7 +175,8 @@ class BaseSearch(ABC):
         return latencies
 
     def _random(self, space: SearchSpace, n: int) -> np.ndarray:
-        return np.stack([self.rng.integers(0, len(k.values), n) for k in space.knobs], axis=1)
+        rows: np.ndarray = self.rng.integers(0, [len(k.values) for k in space.knobs], (n, len(space.knobs)))
+        return rows
 
     def _seeds(self, space: SearchSpace, warm_start: tuple[int, ...] | None) -> np.ndarray:
         """The first candidates to measure: the warm start (the policy the bank holds), the
@@ -212,9 +229,10 @@ class BaseSearch(ABC):
         down if up gained nothing), which costs a few measurements a knob. Once a probing pass
         improves nothing, a full pass tries every value of every knob; if that improves,
         probing resumes, else the descent ends. It also ends after ``passes`` passes or when
-        the budget is spent. A move that does not fit the chip is :meth:`_repaired`.
+        the budget is spent. A move that does not fit the chip is repaired (:meth:`_line`).
         """
-        probing, done = True, 0
+        probe = self.budget < PROBE_BELOW * int(dims.sum())
+        probing, done = probe, 0
         while passes is None or done < passes:
             done += 1
             improved = False
@@ -227,7 +245,7 @@ class BaseSearch(ABC):
                     break
             if self.left <= 0 or not (improved or probing):
                 break
-            probing = improved
+            probing = improved and probe
         self._settled = True
         return best
 
@@ -235,21 +253,23 @@ class BaseSearch(ABC):
                dims: np.ndarray) -> tuple[np.ndarray, float, bool]:
         """Step ``knob`` away from its best value while each step is faster: up, then down."""
         improved = False
+        line = self._line(best, knob, dims)
         for direction in (1, -1):
             if improved:
                 break
             value = int(best[knob]) + direction
             while 0 <= value < dims[knob] and self.left > 0:
-                row = best.copy()
-                row[knob] = value
-                rows = self._evaluate.unseen(self._repaired(row[None, :], knob, dims), self.left)
+                rows = self._evaluate.unseen(line[value], self.left)
                 value += direction
                 if not len(rows):
                     continue
                 latency = evaluate(rows)
                 i = int(np.argmin(latency))
                 if latency[i] < best_us:
+                    moved = (rows[i] != best).sum() > 1  # a repair: the line is another one
                     best, best_us, improved = rows[i].astype(np.int64), float(latency[i]), True
+                    if moved:
+                        line = self._line(best, knob, dims)
                 elif np.isfinite(latency).any():
                     break
         return best, best_us, improved
@@ -257,9 +277,7 @@ class BaseSearch(ABC):
     def _sweep(self, evaluate: Measure, best: np.ndarray, best_us: float, knob: int,
                dims: np.ndarray) -> tuple[np.ndarray, float, bool]:
         """Try ``knob`` at every value and keep the fastest."""
-        rows = np.repeat(best[None, :], dims[knob], axis=0)
-        rows[:, knob] = np.arange(dims[knob])
-        rows = self._evaluate.unseen(self._repaired(rows, knob, dims), self.left)
+        rows = self._evaluate.unseen(np.concatenate(self._line(best, knob, dims)), self.left)
         if not len(rows):
             return best, best_us, False
         latency = evaluate(rows)
@@ -268,40 +286,48 @@ class BaseSearch(ABC):
             return rows[i].astype(np.int64), float(latency[i]), True
         return best, best_us, False
 
-    def _repaired(self, rows: np.ndarray, knob: int, dims: np.ndarray) -> np.ndarray:
-        """``rows`` (one knob's values) where each row that does not fit the chip is replaced
-        by its :data:`REPAIRS` nearest repairs that do: one other knob moved to the fitting
-        value nearest its own (ties drawn at random). A one-knob descent cannot follow the
-        buffer limits (a larger nL0 needs a smaller kBL1 to fit L1); a repaired move can.
-        Without a static fit check the rows are returned as they are."""
+    def _line(self, best: np.ndarray, knob: int, dims: np.ndarray) -> list[np.ndarray]:
+        """What to measure for each value of ``knob``, the others held at ``best``: that
+        candidate if it fits the chip, else its :data:`REPAIRS` nearest repairs that do (one
+        other knob moved to the fitting value nearest its own, ties drawn at random; none if
+        nothing fits). A one-knob descent cannot follow the buffer limits (a larger nL0
+        needs a smaller kBL1 to fit L1); a repaired move can. Without a static fit check
+        every candidate is measured as it is. A line is worked out once per search."""
+        known = self._lines.get((best.tobytes(), knob))
+        if known is None:
+            known = self._lines[best.tobytes(), knob] = self._work_out_line(best, knob, dims)
+        return known
+
+    def _work_out_line(self, best: np.ndarray, knob: int, dims: np.ndarray) -> list[np.ndarray]:
+        line = np.repeat(best[None, :], dims[knob], axis=0)
+        line[:, knob] = np.arange(dims[knob])
+        options = [line[value:value + 1] for value in range(dims[knob])]
         fits = self._evaluate.fits
-        if fits is None:
-            return rows
-        ok = np.asarray(fits(rows), dtype=bool)
-        if ok.all():
-            return rows
-        broken = rows[~ok]
-        alternatives: list[np.ndarray] = []
-        distance: list[np.ndarray] = []
-        owner: list[np.ndarray] = []
-        for other in range(len(dims)):
-            if other == knob:
-                continue
-            values = np.tile(np.arange(dims[other]), len(broken))
-            moved = np.repeat(broken, dims[other], axis=0)
-            distance.append(np.abs(values - moved[:, other]))
-            moved[:, other] = values
-            alternatives.append(moved)
-            owner.append(np.repeat(np.arange(len(broken)), dims[other]))
-        if not alternatives:
-            kept: np.ndarray = rows[ok]
-            return kept
-        moved, gap, whose = (np.concatenate(a) for a in (alternatives, distance, owner))
+        if fits is None or knob not in fits.knobs:  # the best fits, so does every such move
+            return options
+        broken = np.flatnonzero(~np.asarray(fits.check(line), dtype=bool))
+        if not len(broken):
+            return options
+        others, values = self._moves(knob, dims, fits.knobs)
+        moved = np.repeat(line[broken], len(others), axis=0)  # every one-knob repair of each
+        at = (np.arange(len(moved)), np.tile(others, len(broken)))
+        gap = np.abs(np.tile(values, len(broken)) - moved[at])
+        moved[at] = np.tile(values, len(broken))
+        whose = np.repeat(broken, len(others))
         order = np.lexsort((self.rng.random(len(moved)), gap, whose))
-        order = order[np.asarray(fits(moved[order]), dtype=bool)]  # by row, nearest first
+        order = order[np.asarray(fits.check(moved), dtype=bool)[order]]  # by row, nearest first
         ranked = whose[order]
         place = np.arange(len(order)) - np.searchsorted(ranked, ranked)  # 0 for a row's nearest
-        return np.concatenate([rows[ok], moved[order[place < REPAIRS]]])
+        kept = order[place < REPAIRS]
+        for value in broken:
+            options[value] = moved[kept[whose[kept] == value]]
+        return options
+
+    def _moves(self, knob: int, dims: np.ndarray, fit_knobs: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Every (other knob the fit depends on, value) a repair of a ``knob`` move may set."""
+        others = [other for other in range(len(dims)) if other != knob and other in fit_knobs]
+        return (np.repeat(others, dims[others]),
+                np.concatenate([np.arange(dims[other]) for other in others]))
 
     @property
     def best_us(self) -> float:

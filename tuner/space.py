@@ -6,8 +6,9 @@ the decoded values as NumPy columns, so a whole population is scored in one call
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,12 +49,19 @@ class SearchSpace:
         """How many candidates the space holds (feasible or not)."""
         return math.prod(len(k.values) for k in self.knobs)
 
-    def decode(self, candidates: np.ndarray) -> dict[str, np.ndarray]:
-        """Knob values of an (n, knobs) index matrix, one column array per knob."""
+    def decode(self, candidates: np.ndarray, names: Collection[str] | None = None) -> dict[str, np.ndarray]:
+        """Knob values of an (n, knobs) index matrix, one column array per knob (per knob of
+        ``names`` that the space has, if given)."""
+        return {knob.name: values[candidates[:, i]]
+                for i, (knob, values) in enumerate(zip(self.knobs, self._value_arrays, strict=True))
+                if names is None or knob.name in names}
+
+    @functools.cached_property
+    def _value_arrays(self) -> tuple[np.ndarray, ...]:
+        """Each knob's values as an int64 array, made once per space (decode runs per batch)."""
         import numpy as np
 
-        return {knob.name: np.asarray(knob.values, dtype=np.int64)[candidates[:, i]]
-                for i, knob in enumerate(self.knobs)}
+        return tuple(np.asarray(knob.values, dtype=np.int64) for knob in self.knobs)
 
     def knowledge(self, candidate: Sequence[int]) -> dict[str, Any]:
         """The policy a candidate stands for, as stored in the bank."""

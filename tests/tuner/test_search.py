@@ -120,34 +120,41 @@ STUCK = ConvWork(1, 1024, 14, 14, 2048, 7, 7, 1, 1, 2, 1, False)
 def _evaluator(work: Workload, space: SearchSpace, with_fits: bool) -> Evaluator:
     cost = CostModel(SPEC)
     return Evaluator(lambda c: cost.evaluate(work, space, c),
-                     fits=(lambda c: cost.fitting(work, space, c)) if with_fits else None)
+                     fits=cost.fit_check(work, space) if with_fits else None)
 
 
 def test_a_repaired_move_fits_and_moves_one_more_knob() -> None:
     space = conv_space(STUCK, SPEC)
     dims = np.array([len(k.values) for k in space.knobs])
     knob = [k.name for k in space.knobs].index("nL0")
-    sweep = np.repeat(np.array([space.default]), dims[knob], axis=0)
-    sweep[:, knob] = np.arange(dims[knob])
+    best = np.array(space.default)
     search = make_search("ga", 64, np.random.default_rng(0))
     search._evaluate = evaluate = _evaluator(STUCK, space, with_fits=True)
     assert evaluate.fits is not None
-    fitting = evaluate.fits(sweep)
-    assert not fitting.all()  # the largest nL0 does not fit as it is
-    rows = search._repaired(sweep, knob, dims)
-    assert evaluate.fits(rows).all()
-    assert len(rows) == fitting.sum() + REPAIRS * (~fitting).sum()
-    for row in rows[fitting.sum():]:
-        moved = np.nonzero(row != np.array(space.default))[0].tolist()
-        assert knob in moved and len(moved) == 2
+    line = search._line(best, knob, dims)
+    assert len(line) == dims[knob]
+    unfit = 0
+    for value, rows in enumerate(line):
+        as_is = best.copy()
+        as_is[knob] = value
+        if evaluate.fits.check(as_is[None, :])[0]:
+            assert rows.tolist() == [as_is.tolist()]
+            continue
+        unfit += 1  # the largest nL0 does not fit as it is: REPAIRS repairs that do instead
+        assert len(rows) == REPAIRS and evaluate.fits.check(rows).all()
+        for row in rows:
+            moved = np.nonzero(row != best)[0].tolist()
+            assert knob in moved and len(moved) == 2 and row[knob] == value
+    assert unfit
 
 
 def test_without_a_fit_check_nothing_is_repaired() -> None:
     space = conv_space(STUCK, SPEC)
+    dims = np.array([len(k.values) for k in space.knobs])
     search = make_search("ga", 64, np.random.default_rng(0))
     search._evaluate = _evaluator(STUCK, space, with_fits=False)
-    rows = np.array([space.default] * 3)
-    assert search._repaired(rows, 0, np.array([len(k.values) for k in space.knobs])) is rows
+    line = search._line(np.array(space.default), 3, dims)
+    assert [len(rows) for rows in line] == [1] * dims[3]
 
 
 def test_repaired_moves_take_the_descent_past_a_buffer_limit() -> None:
