@@ -4,7 +4,7 @@ A bank records the schema version it was written with (:data:`bank.schema.SCHEMA
 Opening one of another version is an error that says what to do: an older bank is upgraded
 explicitly, a newer one needs a newer tunebank. An upgrade runs in one write transaction: it
 changes what each step names, re-derives the projections from the log when a step changed
-them, and records the new version. No event is ever touched (version 4 changes an index).
+them, and records the new version. No event is ever touched (versions 4 and 5 change indexes).
 """
 
 from __future__ import annotations
@@ -67,6 +67,14 @@ def _key_states_from_the_log(session: Session) -> None:
             index.create(conn, checkfirst=True)
 
 
+def _policy_by_seq(session: Session) -> None:
+    """Version 5 indexes the policy table on seq, the order verify reads it in."""
+    conn = session.connection()
+    for index in _table(PolicyRow).indexes:
+        if index.name == "ix_policy_seq":
+            index.create(conn, checkfirst=True)
+
+
 @dataclass(frozen=True)
 class Step:
     """The change from ``version`` to ``version + 1``."""
@@ -82,6 +90,7 @@ STEPS = (
     Step(2, _nothing_else, False, "the schema version is kept in bank_meta"),
     Step(3, _key_states_from_the_log, False,
          "task_key dropped: key states are read from the log, indexed on (task_id, repo_key)"),
+    Step(4, _policy_by_seq, False, "policy indexed on seq, the order verify reads it in"),
 )
 
 

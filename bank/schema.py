@@ -45,7 +45,7 @@ class PolicyRow(SQLModel, table=True):
     info_dict: str
     knowledge: str
     best_us: float
-    seq: int
+    seq: int = Field(index=True)
     task_id: str = Field(max_length=64)
     event_id: str = Field(max_length=32)
     origin: str

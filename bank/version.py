@@ -1,7 +1,7 @@
 """The bank's schema version, in a module of its own so the light read path (bank/quick.py)
 knows it without importing the tables."""
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The bank's schema version, recorded in ``bank_meta`` (schema_version). A bank of another
 version is not opened: an older one is brought up to date by ``bank upgrade`` (bank/migrate.py),
 a newer one needs a newer tunebank.
@@ -11,5 +11,7 @@ a newer one needs a newer tunebank.
 3. the version recorded in bank_meta (versions 1 and 2 kept it in checkpoint.schema_version).
 4. no task_key table: the outcome rules read a running task's key states from the log itself,
    through the events index on (task_id, repo_key), which replaces the index on task_id.
+5. policy indexed on seq: verify pages the policies in log order, and each page was a scan of
+   the whole table and a sort without it.
 
 The events table's columns are the same in every version."""

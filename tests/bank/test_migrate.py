@@ -1,6 +1,6 @@
 """Schema versions: an older bank is refused until `bank upgrade`, a newer one always.
 
-The schema-2 and schema-3 banks are files written by earlier tunebank commits
+The schema-2, schema-3 and schema-4 banks are files written by earlier tunebank commits
 (fixtures/banks/README.md); the tests upgrade copies of them and never the files themselves.
 """
 
@@ -26,6 +26,7 @@ from tests.conftest import oc
 
 SCHEMA2 = Path(__file__).resolve().parents[2] / "fixtures" / "banks" / "schema2.db"
 SCHEMA3 = SCHEMA2.with_name("schema3.db")
+SCHEMA4 = SCHEMA2.with_name("schema4.db")
 runner = CliRunner()
 
 
@@ -46,8 +47,8 @@ def _raw(path: Path, query: str) -> list[tuple[object, ...]]:
 
 def test_a_new_bank_records_this_version(tmp_path: Path) -> None:
     with Bank.open(str(tmp_path / "b.db"), create=True) as bank:
-        assert bank.store.schema_version() == SCHEMA_VERSION == 4
-    assert _raw(tmp_path / "b.db", "SELECT value FROM bank_meta WHERE name = 'schema_version'") == [("4",)]
+        assert bank.store.schema_version() == SCHEMA_VERSION == 5
+    assert _raw(tmp_path / "b.db", "SELECT value FROM bank_meta WHERE name = 'schema_version'") == [("5",)]
 
 
 FIXTURES = SCHEMA2.parents[1]
@@ -62,13 +63,13 @@ CHIP = ["--soc-version", "Ascend310"]
 def test_an_older_bank_is_refused_and_left_as_it_was(tmp_path: Path, command: list[str]) -> None:
     path = _copy(tmp_path)
     before = _digest(path)
-    with pytest.raises(SchemaVersionError, match="bank schema 2 is older than this tunebank's 4; "
+    with pytest.raises(SchemaVersionError, match="bank schema 2 is older than this tunebank's 5; "
                                                  "run `bank upgrade`"):
         Bank.open(str(path))
     result = runner.invoke(app, [*command, "--db", str(path)])
     assert result.exit_code == 1
     assert result.stderr == f"bank: error: {path} (from --db): bank schema 2 is older than this " \
-                            "tunebank's 4; run `bank upgrade` on it first (the log is kept as it is)\n"
+                            "tunebank's 5; run `bank upgrade` on it first (the log is kept as it is)\n"
     assert _digest(path) == before and [p.name for p in tmp_path.iterdir()] == ["old.db"]
 
 
@@ -79,7 +80,7 @@ def test_upgrading_the_schema_2_file_keeps_every_event_task_and_policy(tmp_path:
                        "status FROM task ORDER BY task_id")
     policies = _raw(path, "SELECT soc_version, repo_key, best_us, knowledge FROM policy ORDER BY 1, 2")
     report = Bank.upgrade(str(path))
-    assert (report.from_version, report.to_version, report.last_seq) == (2, 4, 90)
+    assert (report.from_version, report.to_version, report.last_seq) == (2, 5, 90)
     with Bank.open(str(path)) as bank:
         verdict = bank.verify()
         assert verdict.ok and (verdict.events, verdict.tasks, verdict.policies) == (90, 6, 48)
@@ -93,7 +94,7 @@ def test_upgrading_the_schema_2_file_keeps_every_event_task_and_policy(tmp_path:
             if t[0] != task] == tasks
     assert len(_raw(path, "SELECT 1 FROM policy")) == len(policies) + 1
     again = Bank.upgrade(str(path))
-    assert (again.from_version, again.to_version, again.steps) == (4, 4, ())
+    assert (again.from_version, again.to_version, again.steps) == (5, 5, ())
 
 
 def test_upgrading_the_schema_3_file_reads_key_states_from_the_log(tmp_path: Path) -> None:
@@ -101,7 +102,7 @@ def test_upgrading_the_schema_3_file_reads_key_states_from_the_log(tmp_path: Pat
     events = _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq")
     projection = _raw(path, "SELECT * FROM policy ORDER BY 1, 2, 3"), _raw(path, "SELECT * FROM task")
     report = Bank.upgrade(str(path))
-    assert (report.from_version, report.to_version, len(report.steps)) == (3, 4, 1)
+    assert (report.from_version, report.to_version, len(report.steps)) == (3, 5, 2)
     indexes = {row[0] for row in _raw(path, "SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "ix_events_task_key" in indexes and "ix_events_task_id" not in indexes
     assert _raw(path, "SELECT name FROM sqlite_master WHERE name = 'task_key'") == []
@@ -119,6 +120,22 @@ def test_upgrading_the_schema_3_file_reads_key_states_from_the_log(tmp_path: Pat
         assert bank.verify().ok
 
 
+def test_upgrading_the_schema_4_file_indexes_the_policies_by_seq(tmp_path: Path) -> None:
+    path = _copy(tmp_path, SCHEMA4)
+    events = _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq")
+    policies = _raw(path, "SELECT * FROM policy ORDER BY 1, 2, 3")
+    plan = "EXPLAIN QUERY PLAN SELECT * FROM policy WHERE seq > 0 ORDER BY seq LIMIT 10"
+    assert any("SCAN policy" in str(row) for row in _raw(path, plan))
+    report = Bank.upgrade(str(path))
+    assert (report.from_version, report.to_version, len(report.steps)) == (4, 5, 1)
+    assert any("ix_policy_seq" in str(row) for row in _raw(path, plan))
+    assert _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq") == events
+    assert _raw(path, "SELECT * FROM policy ORDER BY 1, 2, 3") == policies
+    with Bank.open(str(path)) as bank:
+        verdict = bank.verify()
+        assert verdict.ok and (verdict.events, verdict.tasks, verdict.policies) == (90, 6, 57)
+
+
 def test_a_version_1_bank_has_its_projections_derived_again(tmp_path: Path) -> None:
     path = _copy(tmp_path)
     with sqlite3.connect(path) as conn:  # what a version-1 bank looked like
@@ -126,7 +143,7 @@ def test_a_version_1_bank_has_its_projections_derived_again(tmp_path: Path) -> N
         conn.execute("ALTER TABLE policy DROP COLUMN cost_model_version")
         conn.execute("UPDATE checkpoint SET schema_version = 1")
     report = Bank.upgrade(str(path))
-    assert report.from_version == 1 and len(report.steps) == 3
+    assert report.from_version == 1 and len(report.steps) == 4
     with Bank.open(str(path)) as bank:
         assert bank.verify().ok and len(bank.policies()) == 48
 
@@ -138,7 +155,7 @@ def test_a_newer_bank_is_refused_even_by_upgrade(tmp_path: Path) -> None:
     before = _digest(path)
     for attempt in (lambda: Bank.open(str(path)), lambda: Bank.upgrade(str(path))):
         with pytest.raises(SchemaVersionError, match="bank schema 99 is newer than this tunebank "
-                                                     "reads \\(up to 4\\); install a newer"):
+                                                     "reads \\(up to 5\\); install a newer"):
             attempt()
     assert _digest(path) == before
 
@@ -166,10 +183,10 @@ def test_the_upgrade_command(tmp_path: Path) -> None:
     path = _copy(tmp_path)
     first = runner.invoke(app, ["upgrade", "--db", str(path)])
     assert first.exit_code == 0, first.output
-    assert first.stdout.splitlines()[0] == f"Upgraded {path} (from --db) from schema 2 to 4, 90 events kept:"
+    assert first.stdout.splitlines()[0] == f"Upgraded {path} (from --db) from schema 2 to 5, 90 events kept:"
     assert first.stdout.splitlines()[-1] == "verify: OK"
     again = json.loads(runner.invoke(app, ["upgrade", "--db", str(path), "--json"]).stdout)
-    assert again == {"from_version": 4, "to_version": 4, "steps": [], "events": 90, "verify_ok": True,
+    assert again == {"from_version": 5, "to_version": 5, "steps": [], "events": 90, "verify_ok": True,
                      "problems": []}
     missing = runner.invoke(app, ["upgrade", "--db", str(tmp_path / "none.db")])
     assert missing.exit_code == 1 and "no bank at" in missing.stderr
