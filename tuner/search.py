@@ -36,6 +36,7 @@ class FitCheck:
 
 REPAIRS = 3
 PROBE_BELOW = 8
+"""A descent probes and repairs while its budget is under this many full passes over the knobs."""
 """A descent move that does not fit is repaired this many ways (see :meth:`BaseSearch._line`)."""
 
 
@@ -122,6 +123,7 @@ class BaseSearch(ABC):
         self.budget = max(1, budget)
         self.rng = rng
         self._lines: dict[tuple[bytes, int], list[np.ndarray]] = {}
+        self._frugal = True  # whether the descent probes and repairs (see _descend)
 
     @abstractmethod
     def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
@@ -224,14 +226,20 @@ class BaseSearch(ABC):
                  unit: int, passes: int | None = None) -> np.ndarray:
         """Coordinate descent from ``best``; return the best candidate it found.
 
-        A pass visits every knob once, in random order, the others held. Passes probe first:
+        A pass visits every knob once, in random order, the others held. A full pass tries
+        every value of a knob in one batch; the descent ends when one improves nothing.
+
+        When the budget is frugal (under :data:`PROBE_BELOW` full passes), passes probe first:
         a knob steps one value at a time away from the best while that is faster (up, then
-        down if up gained nothing), which costs a few measurements a knob. Once a probing pass
-        improves nothing, a full pass tries every value of every knob; if that improves,
-        probing resumes, else the descent ends. It also ends after ``passes`` passes or when
-        the budget is spent. A move that does not fit the chip is repaired (:meth:`_line`).
+        down if up gained nothing), a few measurements a knob; once a probing pass improves
+        nothing a full pass checks, and probing resumes if it improved. A frugal descent also
+        repairs a move that does not fit the chip (:meth:`_line`). With a larger budget the
+        genetic search that follows finds as much without either (docs/performance.md), and
+        whole-knob batches are what a hardware backend compiles and runs best.
+
+        It also ends after ``passes`` passes or when the budget is spent.
         """
-        probe = self.budget < PROBE_BELOW * int(dims.sum())
+        probe = self._frugal = self.budget < PROBE_BELOW * int(dims.sum())
         probing, done = probe, 0
         while passes is None or done < passes:
             done += 1
@@ -303,7 +311,7 @@ class BaseSearch(ABC):
         line[:, knob] = np.arange(dims[knob])
         options = [line[value:value + 1] for value in range(dims[knob])]
         fits = self._evaluate.fits
-        if fits is None or knob not in fits.knobs:  # the best fits, so does every such move
+        if fits is None or not self._frugal or knob not in fits.knobs:  # the best fits: so do these
             return options
         broken = np.flatnonzero(~np.asarray(fits.check(line), dtype=bool))
         if not len(broken):
