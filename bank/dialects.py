@@ -176,16 +176,6 @@ def install_triggers(conn: Connection) -> None:
         conn.exec_driver_sql(statement)
 
 
-def drop_triggers(conn: Connection) -> None:
-    """Remove the append-only triggers (only tests that simulate tampering do this)."""
-    if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql("DROP TRIGGER IF EXISTS events_refuse_update")
-        conn.exec_driver_sql("DROP TRIGGER IF EXISTS events_refuse_delete")
-    else:
-        conn.exec_driver_sql("DROP TRIGGER IF EXISTS events_refuse_change ON events")
-        conn.exec_driver_sql("DROP TRIGGER IF EXISTS events_refuse_truncate ON events")
-
-
 STRUCTURE_LINES = 50
 """The most lines of a database's own integrity report that verify lists."""
 _TABLES = ("events", "policy", "task", "checkpoint", "bank_meta")

@@ -288,17 +288,6 @@ def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
     return ImportReport(prepared.files, appended, skipped)
 
 
-def import_paths(bank: Bank, paths: Sequence[Path], soc_version: str | None,
-                 resolve: Resolver | None = None, model_name: str | None = None,
-                 model_hash: str | None = None) -> ImportReport:
-    """Read, validate and append every file in one transaction: all of it or none of it.
-
-    Raises:
-        BankError: a file is malformed or an option is missing; nothing is written.
-    """
-    return apply_import(bank, read_imports(paths, soc_version, resolve, model_name, model_hash))
-
-
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

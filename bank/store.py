@@ -564,12 +564,6 @@ class EventStore:
                     found[policy.key] = policy
         return found
 
-    def stored_projection(self) -> Projection:
-        """The policy and task tables as they are, whole, in memory (for tests and small banks;
-        ``verify`` streams the policies instead, see :meth:`iter_stored_policy_rows`)."""
-        policies = {p.key: p for p in self.policies()}
-        return Projection(policies, {t.task_id: t for t in self.tasks()})
-
     def iter_stored_policy_rows(self) -> Iterator[tuple[tuple[Any, ...], StoredEvent | None]]:
         """Every stored policy row (in :data:`bank.sql.POLICY_COLUMNS` order) with the event its
         seq names (``None`` if there is none or it cannot be read), streamed in pages, for

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bank import Bank
-from bank.imports import import_paths
+from bank.imports import apply_import, read_imports
 from bench.scale import write_events_file
 
 
@@ -40,7 +40,7 @@ def measure(count: int) -> dict[str, float | int]:
         write_events_file(events, count)
         db = str(Path(tmp) / "bank.db")
         with Bank.open(db, create=True) as bank:
-            import_paths(bank, [events], None)
+            apply_import(bank, read_imports([events], None))
         with Bank.open(db) as bank:
             structure = timed(bank.store.structure_problems)
             verify = timed(bank.verify)

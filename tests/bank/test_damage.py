@@ -17,11 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 from bank import Bank, BankError
-from bank.dialects import drop_triggers
 from bank.formats.jsonl import Anchor
 from bank.verify import VerifyReport
 from cli.main import app
 from tests.conftest import oc
+from tests.seams import drop_triggers
 
 runner = CliRunner()
 INDEX = "ix_events_repo_key"

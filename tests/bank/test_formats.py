@@ -15,8 +15,8 @@ from bank import Bank, BankError
 from bank.formats.aoe_repo import entry_id, read_tree, write_tree
 from bank.formats.csv_policies import write_policies
 from bank.formats.jsonl import write_events
-from bank.imports import import_paths
 from tests.conftest import oc
+from tests.seams import import_paths
 
 
 def _filled(path: Path) -> Bank:

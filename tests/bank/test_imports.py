@@ -12,8 +12,9 @@ import pytest
 from bank import Bank, BankError
 from bank.exports import task_result
 from bank.formats.aoe_results import load_result_file
-from bank.imports import ImportSource, import_paths, task_id_of
+from bank.imports import ImportSource, task_id_of
 from fixtures.make_aoe_files import FILES, write
+from tests.seams import import_paths
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "aoe"
 

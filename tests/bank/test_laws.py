@@ -12,6 +12,7 @@ from bank import Bank, OutcomeRuleError, Projection
 from bank.events import StoredEvent
 from bank.projection import info_digest
 from tests.conftest import oc
+from tests.seams import stored_projection
 
 PATHS = ["add", "unsatisfied", "update", "reserved"]
 KEYS = [str(k) for k in range(6)]
@@ -69,7 +70,7 @@ def test_projection_equals_a_plain_fold_and_invariants_hold(plans: list[dict[str
     with Bank.open("sqlite://", create=True) as bank:
         run_plan(bank, plans)
         best, counts = naive_fold(bank)
-        stored = bank.store.stored_projection()
+        stored = stored_projection(bank)
         assert {k: (p.best_us, p.event_id) for k, p in stored.policies.items()} == best
         for task in stored.tasks.values():
             kinds = counts[task.task_id]
@@ -105,7 +106,7 @@ def test_invalid_batches_write_nothing(plans: list[dict[str, Any]],
     with Bank.open("sqlite://", create=True) as bank:
         run_plan(bank, plans)
         task = bank.start_task("A", tuning_name="bad")
-        head, before = bank.head(), bank.store.stored_projection()
+        head, before = bank.head(), stored_projection(bank)
         try:
             bank.record(task, [oc(kind, key) for kind, key in batch])
         except OutcomeRuleError:
@@ -113,7 +114,7 @@ def test_invalid_batches_write_nothing(plans: list[dict[str, Any]],
         else:
             raise AssertionError("a batch breaking the rules was accepted")
         assert bank.head() == head
-        assert bank.store.stored_projection() == before
+        assert stored_projection(bank) == before
 
 
 def test_merge_order_does_not_change_the_winner() -> None:

@@ -18,11 +18,11 @@ from sqlalchemy import Connection, create_engine
 from typer.testing import CliRunner
 
 from bank import Bank, BankError
-from bank.dialects import drop_triggers
 from bank.migrate import SchemaVersionError
 from bank.schema import SCHEMA_VERSION
 from cli.main import app
 from tests.conftest import oc
+from tests.seams import drop_triggers
 
 SCHEMA2 = Path(__file__).resolve().parents[2] / "fixtures" / "banks" / "schema2.db"
 SCHEMA3 = SCHEMA2.with_name("schema3.db")

@@ -14,8 +14,8 @@ import pytest
 
 from bank import Bank
 from bank.formats.jsonl import write_events
-from bank.imports import import_paths
 from bank.merge import merge_into
+from tests.seams import import_paths
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "aoe"
 NAMES = sorted(p.name for p in FIXTURES.glob("*.json"))

@@ -12,6 +12,7 @@ from sqlalchemy.exc import DBAPIError
 from bank import Bank, Event, EventKind, OutcomeRuleError, PolicyFilter, StoreError
 from bank.events import GENESIS_HASH, chain_hash
 from tests.conftest import backend_url, info, oc
+from tests.seams import stored_projection
 
 
 def finished_task(bank: Bank, outcomes: list, soc: str = "Ascend310") -> str:
@@ -168,9 +169,9 @@ class TestProjections:
         finished_task(bank, [oc("add", "1"), oc("unsatisfied", "2")])
         task = bank.start_task("Ascend310", tuning_name="open")
         bank.record(task, [oc("hit", "1")])
-        before = bank.store.stored_projection()
+        before = stored_projection(bank)
         bank.rebuild()
-        assert bank.store.stored_projection() == before
+        assert stored_projection(bank) == before
         assert bank.verify().ok
 
     def test_task_prefix(self, bank: Bank) -> None:
@@ -235,7 +236,7 @@ class TestSchemaVersion:
         from bank.schema import SCHEMA_VERSION, CheckpointRow, MetaRow
 
         finished_task(bank, [oc("add", "1"), oc("unsatisfied", "2")])
-        before = bank.store.stored_projection()
+        before = stored_projection(bank)
         with bank.store.engine.begin() as conn:  # a version-1 bank: no version row, old checkpoint
             conn.execute(delete(MetaRow).where(col(MetaRow.name) == "schema_version"))
             conn.execute(update(CheckpointRow).values(schema_version=1))
@@ -244,5 +245,5 @@ class TestSchemaVersion:
         report = upgrade(bank.store, "b")
         assert (report.from_version, report.to_version, report.last_seq) == (1, SCHEMA_VERSION, bank.head())
         check_version(bank.store, "b")
-        assert bank.store.stored_projection() == before
+        assert stored_projection(bank) == before
         assert bank.verify().ok

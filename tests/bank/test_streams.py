@@ -16,6 +16,7 @@ from bank.formats.jsonl import write_events
 from cli.common import write_to_bank
 from cli.main import app
 from tests.conftest import oc
+from tests.seams import stored_projection
 
 runner = CliRunner()
 
@@ -47,7 +48,7 @@ def test_a_stream_in_chunks_folds_as_one_batch(chunk: int) -> None:
         whole.append(events)
         result = streamed.store.append_stream(lambda: iter(events), chunk=chunk)
         assert (result.appended, result.skipped) == (len(events), 0)
-        assert streamed.store.stored_projection() == whole.store.stored_projection()
+        assert stored_projection(streamed) == stored_projection(whole)
         assert [s.hash for s in streamed.events()] == [s.hash for s in whole.events()]
         assert streamed.verify().ok
         again = streamed.store.append_stream(lambda: iter(events), chunk=chunk)
@@ -96,11 +97,11 @@ def test_a_bad_line_leaves_an_existing_bank_as_it_was(tmp_path: Path) -> None:
     with Bank.open(str(db), create=True) as bank:
         task = bank.start_task("A", tuning_name="mine")
         bank.record(task, [oc("add", "mine")])
-        head, before = bank.head(), bank.store.stored_projection()
+        head, before = bank.head(), stored_projection(bank)
     result = runner.invoke(app, ["import", str(path), "--db", str(db)])
     assert result.exit_code == 1 and "not valid JSON" in result.stderr
     with Bank.open(str(db)) as bank:
-        assert bank.head() == head and bank.store.stored_projection() == before
+        assert bank.head() == head and stored_projection(bank) == before
 
 
 def test_a_bank_made_meanwhile_by_another_process_is_written_not_replaced(tmp_path: Path) -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from bank import Bank
-from bank.dialects import drop_triggers
 from cli.main import app
 from tests.conftest import oc
+from tests.seams import drop_triggers
 
 
 def _bank_with_history(path: Path) -> None:

@@ -23,7 +23,6 @@ from onnx import TensorProto, helper
 
 from bank import Bank
 from bank.formats.jsonl import write_events
-from bank.imports import import_paths
 from cli.main import app
 from fixtures.demo_bank import build
 from tests.hostile import (
@@ -36,6 +35,7 @@ from tests.hostile import (
     refused_or_sound,
     runner,
 )
+from tests.seams import import_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 AOE = ROOT / "fixtures" / "aoe"
