@@ -21,7 +21,7 @@ from bank.events import (
 )
 from bank.location import BankLocation, prepare_for_write, resolve, writable
 from bank.migrate import UpgradeReport, check_version, upgrade
-from bank.projection import Policy, Projection, digest_of_json
+from bank.projection import Policy, PolicyKey, Projection, digest_of_json
 from bank.rows import values_to_policy
 from bank.store import AppendResult, EventFilter, EventStore, PolicyFilter, StreamResult
 from bank.tasks import TaskView
@@ -309,6 +309,36 @@ class Bank:
     def events(self, since: int = 0, until: int | None = None) -> Iterator[StoredEvent]:
         """The raw log after seq ``since``, streamed oldest first."""
         return self.store.iter_events(EventFilter(since_seq=since, until_seq=until))
+
+    def task_events(self, task_id: str) -> list[StoredEvent]:
+        """Every event of one task, oldest first."""
+        return list(self.store.iter_events(EventFilter(task_id=task_id)))
+
+    def event_rows(self) -> Iterator[tuple[Any, ...]]:
+        """The whole log as stored rows (the events table's columns), oldest first, nothing
+        decoded: what an export writes."""
+        return self.store.iter_event_rows()
+
+    def policy_count(self) -> int:
+        """How many policies the bank holds (one query, nothing decoded)."""
+        return self.store.policy_count()
+
+    def policy_times(self, soc_version: str | None = None) -> Iterator[tuple[str, str, str | None, float]]:
+        """(soc_version, repo_key, op_type, best_us) of every policy (of one chip), nothing
+        else decoded."""
+        return self.store.policy_times(soc_version)
+
+    def policy_refs(self) -> dict[PolicyKey, tuple[str, float]]:
+        """Every policy's key with its event id and best time: what a merge compares."""
+        return self.store.policy_refs()
+
+    def policies_by_key(self, keys: Sequence[PolicyKey]) -> dict[PolicyKey, Policy]:
+        """The policies of ``keys`` the bank holds."""
+        return self.store.policies_by_key(keys)
+
+    def events_by_id(self, event_ids: Sequence[str]) -> list[StoredEvent]:
+        """The events of ``event_ids`` the log holds."""
+        return self.store.events_by_id(event_ids)
 
     def head(self) -> int:
         """The seq of the last event (0 for an empty bank)."""

@@ -8,7 +8,6 @@ from bank.api import Bank
 from bank.errors import BankError
 from bank.events import EventKind
 from bank.formats.opat import ReportInfo, TaskOutcomes, opat_v1, opat_v2, sgat
-from bank.store import EventFilter
 
 
 def task_result(bank: Bank, task_ref: str, file_format: str, result_format: str = "v2") -> Any:
@@ -19,7 +18,7 @@ def task_result(bank: Bank, task_ref: str, file_format: str, result_format: str 
         BankError: the task is of the other job type.
     """
     task = bank.task(task_ref)
-    events = list(bank.store.iter_events(EventFilter(task_id=task.task_id)))
+    events = bank.task_events(task.task_id)
     started = next(s.event.payload for s in events if s.event.kind == EventKind.TASK_STARTED)
     is_sgat = started.get("job_type") == "sgat"
     if (file_format == "sgat") != is_sgat:

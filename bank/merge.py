@@ -108,10 +108,10 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
         OutcomeRuleError: the source's log breaks the outcome rules in the target (nothing is
             written).
     """
-    before = target.store.policy_refs()
-    theirs = source.store.policy_refs()
+    before = target.policy_refs()
+    theirs = source.policy_refs()
     result = target.append_stream(lambda: (stored.event for stored in source.events()))
-    after = target.store.policy_refs()
+    after = target.policy_refs()
     report = MergeReport(source=str(source.location.path or source.location.url),
                          added=result.appended, present=result.skipped)
     report.count_changes(before, theirs, after)
@@ -120,12 +120,12 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
         return report
     for start in range(0, len(contested), _PAGE):  # a page of keys at a time: memory stays flat
         part = contested[start:start + _PAGE]
-        others = source.store.policies_by_key(part)
-        winners = target.store.policies_by_key(part)
+        others = source.policies_by_key(part)
+        winners = target.policies_by_key(part)
         # the target's policy before the merge: still there if it won, else made again from its
         # event, read for the whole page in one query
         lost = sorted({before[key][0] for key in part if winners[key].event_id != before[key][0]})
-        formerly = {stored.event_id: policy_of(stored) for stored in target.store.events_by_id(lost)}
+        formerly = {stored.event_id: policy_of(stored) for stored in target.events_by_id(lost)}
         for key in part:
             other, winner = others[key], winners[key]
             mine = winner if winner.event_id == before[key][0] else formerly.get(before[key][0])

@@ -100,7 +100,7 @@ def gather(bank: Bank, soc_version: str | None = None, trail: int = TRAIL) -> Ba
             before[key] = first
         if event.kind in (EventKind.ADD, EventKind.UPDATE):
             recent.setdefault(event.soc_version, deque(maxlen=trail)).append(_change(stored))
-    for soc, repo_key, op_type, best_us in bank.store.policy_times(soc_version):
+    for soc, repo_key, op_type, best_us in bank.policy_times(soc_version):
         chip(soc).keys.append(KeyTimes(repo_key, op_type, before.get((soc, repo_key)), _time(best_us)))
     for soc, changes in recent.items():
         chip(soc).changes = list(reversed(changes))

@@ -85,7 +85,7 @@ def rebuild(db: DbOption = None,
         done = bank.rebuild(force=force, reindex=reindex)
         # counted, not built: a Policy per key took 927 MB for a 1,000,000-event bank's 185,340
         counts = {"events": done.head, "tasks": len(bank.tasks()),
-                  "policies": bank.store.policy_count()}
+                  "policies": bank.policy_count()}
     if as_json:
         print_json({**counts, "reindexed": done.reindexed, "log_problems_adopted": done.log_problems,
                     "projections_replaced": done.replaced})

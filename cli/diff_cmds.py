@@ -72,8 +72,8 @@ def _open(name: str, which: str) -> Bank:
 
 
 def _diff_banks(a: str, b: str, soc_version: str | None, as_json: bool) -> bool:
+    from bank import PolicyFilter
     from bank.diff import diff_policies
-    from bank.store import PolicyFilter
 
     where = PolicyFilter(soc_version=soc_version)
     with _open(a, "A") as bank_a, _open(b, "B") as bank_b:

@@ -126,7 +126,7 @@ def export(
 def _jsonl(bank: Any, handle: Any) -> int:
     from bank.formats.jsonl import write_event_rows
 
-    return write_event_rows(handle, bank.store.iter_event_rows(), bank.bank_id)
+    return write_event_rows(handle, bank.event_rows(), bank.bank_id)
 
 
 def _to_output(out: Path | None, write: Any) -> None:

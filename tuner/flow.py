@@ -32,7 +32,6 @@ from bank import Bank, EventKind, Outcome, Policy, TaskView
 from bank.atomic import write_json_atomic
 from bank.errors import BankError
 from bank.formats.opat import ReportInfo, TaskOutcomes, opat_v1, opat_v2, sgat, tuning_result
-from bank.store import EventFilter
 from tuner.annotate import annotated_model
 from tuner.config import ConfigError, TuneSelection, load_selection, read_json
 from tuner.costmodel import COST_MODEL_VERSION, CostModel
@@ -267,7 +266,7 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
     tuning_name = options.tuning_name or f"{model_name}_{options.soc_version}"
     if options.reload:
         task = _unfinished_task(bank, options.soc_version, model_hash, options.job_type)
-        events = list(bank.store.iter_events(EventFilter(task_id=task.task_id)))
+        events = bank.task_events(task.task_id)
         options = resumed_options(options, events[0].event.payload)
         outcomes.absorb(events)
         task_id, tuning_name = task.task_id, task.tuning_name or tuning_name

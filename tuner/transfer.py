@@ -150,7 +150,7 @@ class Donors:
         """The measured (``sim``) policies of every chip for the families of ``op_types``, but
         those of ``exclude_task`` (a resumed tune does not borrow from its own first part, so
         it searches as the uninterrupted tune would have)."""
-        from bank.store import PolicyFilter
+        from bank import PolicyFilter
 
         types = set(op_types)
         families = {family(t) for t in types} - {None}
