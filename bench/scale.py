@@ -133,35 +133,29 @@ def plain_connect(target: Path | str, read_only: bool = False) -> sqlite3.Connec
 def plain_insert(db: Path, rows: list[tuple[Any, ...]]) -> float:
     """Seconds for plain sqlite3 to executemany ``rows`` into a file with the same events table
     and indexes, WAL, cache and synchronous=FULL as tunebank's, in one transaction."""
-    conn = plain_connect(db)
-    conn.execute("PRAGMA journal_mode=WAL")
-    for statement in events_schema():
-        conn.execute(statement)
-    marks = ",".join("?" * 13)
-    started = time.perf_counter()
-    conn.execute("BEGIN IMMEDIATE")
-    conn.executemany(f"INSERT INTO events VALUES ({marks})", rows)
-    conn.execute("COMMIT")
-    elapsed = time.perf_counter() - started
-    conn.close()
-    return elapsed
+    return _plain_batches(db, [rows])
 
 
 def plain_insert_by_task(db: Path, rows: list[tuple[Any, ...]]) -> float:
     """Seconds for plain sqlite3 to insert ``rows`` in the transactions `Bank.record` uses for
     them: per task, its task_started alone, its outcomes in one batch, its task_finished alone
     (same table, indexes and PRAGMAs as :func:`plain_insert`)."""
-    conn = plain_connect(db)
-    conn.execute("PRAGMA journal_mode=WAL")
-    for statement in events_schema():
-        conn.execute(statement)
-    marks = ",".join("?" * 13)
     alone = ("task_started", "task_finished")
     batches: list[list[tuple[Any, ...]]] = []
     for row in rows:  # columns 2 and 5: kind and task_id
         if row[2] in alone or not batches or batches[-1][0][2] in alone or batches[-1][0][5] != row[5]:
             batches.append([])
         batches[-1].append(row)
+    return _plain_batches(db, batches)
+
+
+def _plain_batches(db: Path, batches: list[list[tuple[Any, ...]]]) -> float:
+    """Seconds to executemany each batch in a transaction of its own into a new events file."""
+    conn = plain_connect(db)
+    conn.execute("PRAGMA journal_mode=WAL")
+    for statement in events_schema():
+        conn.execute(statement)
+    marks = ",".join("?" * 13)
     started = time.perf_counter()
     for batch in batches:
         conn.execute("BEGIN IMMEDIATE")
