@@ -299,8 +299,9 @@ class BaseSearch(ABC):
         candidate if it fits the chip, else its :data:`REPAIRS` nearest repairs that do (one
         other knob moved to the fitting value nearest its own, ties drawn at random; none if
         nothing fits). A one-knob descent cannot follow the buffer limits (a larger nL0
-        needs a smaller kBL1 to fit L1); a repaired move can. Without a static fit check
-        every candidate is measured as it is. A line is worked out once per search."""
+        needs a smaller kBL1 to fit L1); a repaired move can. Without a static fit check, or
+        when the descent is not frugal (see :meth:`_descend`), every candidate is measured as
+        it is. A line is worked out once per search."""
         known = self._lines.get((best.tobytes(), knob))
         if known is None:
             known = self._lines[best.tobytes(), knob] = self._work_out_line(best, knob, dims)
