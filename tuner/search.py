@@ -35,9 +35,9 @@ class FitCheck:
     knobs: frozenset[int]
 
 REPAIRS = 3
+"""A descent move that does not fit is repaired this many ways (see :meth:`BaseSearch._line`)."""
 PROBE_BELOW = 8
 """A descent probes and repairs while its budget is under this many full passes over the knobs."""
-"""A descent move that does not fit is repaired this many ways (see :meth:`BaseSearch._line`)."""
 
 
 class SearchError(BankError):
@@ -239,8 +239,8 @@ class BaseSearch(ABC):
 
         It also ends after ``passes`` passes or when the budget is spent.
         """
-        probe = self._frugal = self.budget < PROBE_BELOW * int(dims.sum())
-        probing, done = probe, 0
+        self._frugal = self.budget < PROBE_BELOW * int(dims.sum())
+        probing, done = self._frugal, 0
         while passes is None or done < passes:
             done += 1
             improved = False
@@ -253,7 +253,7 @@ class BaseSearch(ABC):
                     break
             if self.left <= 0 or not (improved or probing):
                 break
-            probing = improved and probe
+            probing = improved and self._frugal
         self._settled = True
         return best
 

@@ -297,11 +297,7 @@ def repair(space: SearchSpace, candidate: Sequence[int], cost: CostModel,
     row = list(candidate)
 
     def fits() -> bool:
-        if "impl" in names and space.knobs[names.index("impl")].values[row[names.index("impl")]] == 1:
-            return True
-        knobs = {name: np.asarray([space.knobs[i].values[row[i]]])
-                 for i, name in enumerate(names) if name in FIT_KNOBS[space.family]}
-        return bool(cost.fits(work, knobs)[0])
+        return bool(cost.fitting(work, space, np.array([row]))[0])
 
     for i, name in enumerate(names):
         if fits():
