@@ -20,15 +20,16 @@ from bank.events import (
     utc_now,
 )
 from bank.location import BankLocation, prepare_for_write, resolve, writable
-from bank.migrate import UpgradeReport, check_version, upgrade
 from bank.projection import Policy, PolicyKey, Projection, digest_of_json
 from bank.rows import values_to_policy
-from bank.store import AppendResult, EventFilter, EventStore, PolicyFilter, StreamResult
+from bank.store import AppendResult, EventFilter, EventStore, PolicyFilter, StreamResult, open_store
 from bank.tasks import TaskView
 from bank.verify import RebuildReport, VerifyReport, rebuild, verify
+from bank.version import check_version
 
 if TYPE_CHECKING:
     from bank.formats.jsonl import Anchor
+    from bank.migrate import UpgradeReport
 
 
 @dataclass(frozen=True)
@@ -100,13 +101,13 @@ class Bank:
         if create:
             prepare_for_write(location)
         read_only = not create and location.path is not None and not writable(location.path)
-        store = EventStore(location.url, read_only=read_only)
+        store = open_store(location.url, read_only=read_only)
         try:
             if create:
                 store.initialise(bank_id=uuid.uuid4().hex[:16])
             elif not store.is_initialised():
                 raise BankLocationError(f"{location.describe()}: not a tunebank bank (no events table)")
-            check_version(store, location.describe())
+            check_version(store.schema_version(), location.describe())
             return cls(store, location)
         except BaseException:
             store.close()
@@ -120,11 +121,13 @@ class Bank:
             BankLocationError: there is no bank there.
             SchemaVersionError: the bank is newer than this tunebank.
         """
+        from bank.migrate import upgrade  # the tables' DDL: SQLModel is loaded only here
+
         location = resolve(db, env)
         if not location.exists:
             raise BankLocationError(f"no bank at {location.describe()}")
         prepare_for_write(location)
-        store = EventStore(location.url)
+        store = open_store(location.url)
         try:
             if not store.is_initialised():
                 raise BankLocationError(f"{location.describe()}: not a tunebank bank (no events table)")

@@ -63,9 +63,9 @@ def workers_for(url: str, events: int) -> int:
 
 def _check_range(url: str, after: int, until: int) -> list[Problem]:
     """In a worker: the problems of the rows with ``after < seq <= until``."""
-    from bank.store import EventFilter, EventStore
+    from bank.store import EventFilter, open_store
 
-    store = EventStore(url, read_only=True)
+    store = open_store(url, read_only=True)
     try:
         return list(rows_problems(store.iter_event_rows(EventFilter(since_seq=after, until_seq=until))))
     finally:

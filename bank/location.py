@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from bank.errors import BankLocationError
 
@@ -82,13 +83,13 @@ def _from_text(text: str, source: str) -> BankLocation:
 
 
 def _check_url(url: str, source: str) -> None:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
     try:
-        make_url(url)
-    except (ArgumentError, ValueError) as exc:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises for a port that is not a number
+    except ValueError as exc:
         raise BankLocationError(f"{source}: not a valid database URL ({exc})") from None
+    if not parts.netloc and not parts.path.strip("/"):
+        raise BankLocationError(f"{source}: not a valid database URL (no host or database)")
 
 
 def writable(path: Path) -> bool:

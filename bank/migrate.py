@@ -1,10 +1,10 @@
-"""Schema versions: which banks this tunebank opens, and ``bank upgrade`` for older ones.
+"""Schema versions: ``bank upgrade`` brings an older bank to this tunebank's.
 
-A bank records the schema version it was written with (:data:`bank.schema.SCHEMA_VERSION`).
-Opening one of another version is an error that says what to do: an older bank is upgraded
-explicitly, a newer one needs a newer tunebank. An upgrade runs in one write transaction: it
-changes what each step names, re-derives the projections from the log when a step changed
-them, and records the new version. No event is ever touched (versions 4 and 5 change indexes).
+A bank records the schema version it was written with (:data:`bank.version.SCHEMA_VERSION`);
+opening one of another version is refused by :func:`bank.version.check_version`. An upgrade
+runs in one write transaction: it changes what each step names, re-derives the projections
+from the log when a step changed them, and records the new version. No event is ever touched
+(versions 4 and 5 change indexes).
 """
 
 from __future__ import annotations
@@ -13,66 +13,41 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sqlalchemy import Table, insert, update
-from sqlmodel import Session, SQLModel, col
-
-from bank.errors import BankError
-from bank.schema import SCHEMA_VERSION, CheckpointRow, EventRow, MetaRow, PolicyRow, TaskRow
+from bank.schema import EventRow, PolicyRow, TaskRow
+from bank.store import statements as sql
+from bank.store.create import create_index, create_table, drop_table, index_named
+from bank.store.driver import Db
+from bank.store.replay import derive_projection
+from bank.version import SCHEMA_VERSION, SchemaVersionError, check_version
 
 if TYPE_CHECKING:
-    from bank.store import EventStore
+    from bank.store.base import EventStore
+
+__all__ = ["STEPS", "SchemaVersionError", "UpgradeReport", "upgrade"]
 
 
-class SchemaVersionError(BankError):
-    """The bank was written with a schema version this tunebank does not open as it is."""
-
-
-def check_version(store: EventStore, where: str) -> None:
-    """Refuse a bank of another schema version, saying what to do about it.
-
-    Raises:
-        SchemaVersionError: the bank is older (run ``bank upgrade``) or newer than this tunebank.
-    """
-    found = store.schema_version()
-    if found > SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"{where}: bank schema {found} is newer than this tunebank reads (up to "
-            f"{SCHEMA_VERSION}); install a newer tunebank to use it")
-    if found < SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"{where}: bank schema {found} is older than this tunebank's {SCHEMA_VERSION}; run "
-            "`bank upgrade` on it first (the log is kept as it is)")
-
-
-def _rederive(session: Session) -> None:
+def _rederive(db: Db) -> None:
     """Replace the projection tables with this version's and derive them from the log."""
-    tables = [_table(model) for model in (PolicyRow, TaskRow)]
-    conn = session.connection()
-    conn.exec_driver_sql("DROP TABLE IF EXISTS task_key")
-    SQLModel.metadata.drop_all(conn, tables=tables)
-    SQLModel.metadata.create_all(conn, tables=tables)
+    db.run("DROP TABLE IF EXISTS task_key")
+    for model in (PolicyRow, TaskRow):
+        drop_table(db, model)
+        create_table(db, model)
 
 
-def _nothing_else(session: Session) -> None:
+def _nothing_else(db: Db) -> None:
     """Version 3 only records the schema version in bank_meta, which every upgrade does."""
 
 
-def _key_states_from_the_log(session: Session) -> None:
+def _key_states_from_the_log(db: Db) -> None:
     """Version 4 drops the task_key projection and indexes the log on (task_id, repo_key)."""
-    conn = session.connection()
-    conn.exec_driver_sql("DROP TABLE IF EXISTS task_key")
-    conn.exec_driver_sql("DROP INDEX IF EXISTS ix_events_task_id")
-    for index in _table(EventRow).indexes:
-        if index.name == "ix_events_task_key":
-            index.create(conn, checkfirst=True)
+    db.run("DROP TABLE IF EXISTS task_key")
+    db.run("DROP INDEX IF EXISTS ix_events_task_id")
+    create_index(db, index_named(EventRow, "ix_events_task_key"))
 
 
-def _policy_by_seq(session: Session) -> None:
+def _policy_by_seq(db: Db) -> None:
     """Version 5 indexes the policy table on seq, the order verify reads it in."""
-    conn = session.connection()
-    for index in _table(PolicyRow).indexes:
-        if index.name == "ix_policy_seq":
-            index.create(conn, checkfirst=True)
+    create_index(db, index_named(PolicyRow, "ix_policy_seq"))
 
 
 @dataclass(frozen=True)
@@ -80,7 +55,7 @@ class Step:
     """The change from ``version`` to ``version + 1``."""
 
     version: int
-    change: Callable[[Session], None]
+    change: Callable[[Db], None]
     rederive: bool  # whether the projections must be derived again from the log
     what: str
 
@@ -115,37 +90,26 @@ def upgrade(store: EventStore, where: str) -> UpgradeReport:
         SchemaVersionError: the bank is newer than this tunebank.
         BankError: the log cannot be replayed into the new projections (nothing is changed).
     """
-    def work(session: Session) -> UpgradeReport:
-        found = store.schema_version_in(session)  # under the write lock: one upgrade at a time
+    def work(db: Db) -> UpgradeReport:
+        found = store.schema_version_in(db)  # under the write lock: one upgrade at a time
         if found > SCHEMA_VERSION:
-            check_version(store, where)
+            check_version(found, where)
         steps = [step for step in STEPS if step.version >= found]
         for step in steps:
-            step.change(session)
-        head = _head_seq(session)
+            step.change(db)
+        head = int(db.scalar(sql.READ_CHECKPOINT, (sql.CHECKPOINT,)) or 0)
         if any(step.rederive for step in steps):
-            head = store.derive_projection(session)
-        session.execute(update(CheckpointRow).values(schema_version=SCHEMA_VERSION))
+            head = derive_projection(db)
+        db.run("UPDATE checkpoint SET schema_version = ?", (SCHEMA_VERSION,))
         if found < SCHEMA_VERSION:
-            _set_meta(session, "schema_version", str(SCHEMA_VERSION))
+            _set_meta(db, "schema_version", str(SCHEMA_VERSION))
         return UpgradeReport(found, SCHEMA_VERSION, tuple(step.what for step in steps), head)
 
     return store.write_transaction(work)
 
 
-def _set_meta(session: Session, name: str, value: str) -> None:
-    if session.get(MetaRow, name) is None:
-        session.execute(insert(MetaRow).values(name=name, value=value))
+def _set_meta(db: Db, name: str, value: str) -> None:
+    if db.one(sql.READ_META, (name,)) is None:
+        db.run(sql.insert("bank_meta"), (name, value))
     else:
-        session.execute(update(MetaRow).where(col(MetaRow.name) == name).values(value=value))
-
-
-def _head_seq(session: Session) -> int:
-    row = session.get(CheckpointRow, "projections")
-    return row.last_seq if row else 0
-
-
-def _table(model: type[SQLModel]) -> Table:
-    table = model.__table__  # type: ignore[attr-defined]
-    assert isinstance(table, Table)
-    return table
+        db.run("UPDATE bank_meta SET value = ? WHERE name = ?", (value, name))

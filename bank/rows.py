@@ -1,7 +1,7 @@
 """Conversions between table rows and the domain's frozen values.
 
-The hot paths (appending, reading the log, looking keys up) go through the driver with plain
-tuples in the column order of :mod:`bank.sql`; the rest reads rows through SQLModel.
+The store reads and writes plain tuples in the column order of :mod:`bank.store.statements`;
+these turn them into the domain's values and back.
 """
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ from typing import Any
 from bank.canonical import canonical_json, parse_json
 from bank.events import Event, LoggedEvent, StoredEvent
 from bank.projection import Policy
-from bank.schema import TaskRow
-from bank.sql import TASK_COLUMNS
+from bank.store.statements import TASK_COLUMNS
 from bank.tasks import TaskView
 
 
 def event_values(stored: StoredEvent) -> tuple[Any, ...]:
-    """The column values of one stored event, in :data:`bank.sql.EVENT_COLUMNS` order."""
+    """The column values of one stored event, in :data:`bank.store.statements.EVENT_COLUMNS` order."""
     event = stored.event
     return (stored.seq, stored.event_id, str(event.kind), event.soc_version, event.repo_key,
             event.task_id, event.op_name, event.op_type, event.recorded_at, event.origin,
@@ -54,7 +53,7 @@ def values_to_logged(row: tuple[Any, ...]) -> StoredEvent:
 
 
 def policy_values(policy: Policy) -> tuple[Any, ...]:
-    """The column values of one policy, in :data:`bank.sql.POLICY_COLUMNS` order."""
+    """The column values of one policy, in :data:`bank.store.statements.POLICY_COLUMNS` order."""
     info = policy.info_json if policy.info_json is not None else canonical_json(policy.info_dict)
     return (policy.soc_version, policy.repo_key, policy.info_digest, policy.op_type,
             info, canonical_json(policy.knowledge), policy.best_us,
@@ -63,7 +62,7 @@ def policy_values(policy: Policy) -> tuple[Any, ...]:
 
 
 def values_to_policy(row: tuple[Any, ...], info_dict: dict[str, Any] | None = None) -> Policy:
-    """The domain value of a policy row read in :data:`bank.sql.POLICY_COLUMNS` order
+    """The domain value of a policy row read in :data:`bank.store.statements.POLICY_COLUMNS` order
     (``info_dict``: the row's info_dict, already known, so it is not decoded again)."""
     (soc, key, digest, op_type, info, knowledge, best_us, seq, task_id, event_id, origin, mode,
      backend, cost_model_version) = row
@@ -74,21 +73,15 @@ def values_to_policy(row: tuple[Any, ...], info_dict: dict[str, Any] | None = No
 
 
 def task_values(task: TaskView) -> tuple[Any, ...]:
-    """The column values of one task, in :data:`bank.sql.TASK_COLUMNS` order."""
+    """The column values of one task, in :data:`bank.store.statements.TASK_COLUMNS` order."""
     values = {f.name: getattr(task, f.name) for f in fields(task)}
     values["failed_operators"] = canonical_json(list(task.failed_operators))
     return tuple(values[name] for name in TASK_COLUMNS)
 
 
 def values_to_task(row: tuple[Any, ...]) -> TaskView:
-    """The domain value of a task row read in :data:`bank.sql.TASK_COLUMNS` order."""
+    """The domain value of a task row read in :data:`bank.store.statements.TASK_COLUMNS` order."""
     values = dict(zip(TASK_COLUMNS, row, strict=True))
     values["failed_operators"] = tuple(json.loads(values["failed_operators"]))
     return TaskView(**values)
 
-
-def row_to_task(row: TaskRow) -> TaskView:
-    """The domain value of one task row."""
-    values = row.model_dump()
-    values["failed_operators"] = tuple(json.loads(row.failed_operators))
-    return TaskView(**values)

@@ -1,6 +1,8 @@
 """The bank's schema version, in a module of its own so the light read path (bank/quick.py)
 knows it without importing the tables."""
 
+from bank.errors import BankError
+
 SCHEMA_VERSION = 5
 """The bank's schema version, recorded in ``bank_meta`` (schema_version). A bank of another
 version is not opened: an older one is brought up to date by ``bank upgrade`` (bank/migrate.py),
@@ -15,3 +17,24 @@ a newer one needs a newer tunebank.
    the whole table and a sort without it.
 
 The events table's columns are the same in every version."""
+
+
+class SchemaVersionError(BankError):
+    """The bank was written with a schema version this tunebank does not open as it is."""
+
+
+def check_version(found: int, where: str) -> None:
+    """Refuse a bank of schema version ``found`` unless it is this tunebank's, saying what to
+    do about it.
+
+    Raises:
+        SchemaVersionError: the bank is older (run ``bank upgrade``) or newer than this tunebank.
+    """
+    if found > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{where}: bank schema {found} is newer than this tunebank reads (up to "
+            f"{SCHEMA_VERSION}); install a newer tunebank to use it")
+    if found < SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{where}: bank schema {found} is older than this tunebank's {SCHEMA_VERSION}; run "
+            "`bank upgrade` on it first (the log is kept as it is)")

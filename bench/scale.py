@@ -118,9 +118,9 @@ def events_schema() -> list[str]:
 
 def plain_connect(target: Path | str, read_only: bool = False) -> sqlite3.Connection:
     """A plain sqlite3 connection with the PRAGMAs a bank's own connection gets
-    (bank/dialects.py): its page cache, and synchronous=FULL where it writes. A baseline run
+    (bank/store/sqlite.py): its page cache, and synchronous=FULL where it writes. A baseline run
     with sqlite3's default 2 MiB cache against the bank's 64 MiB flattered neither side."""
-    from bank.dialects import CACHE_KIB
+    from bank.store.sqlite import CACHE_KIB
 
     conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True) if read_only \
         else sqlite3.connect(target, isolation_level=None)

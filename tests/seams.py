@@ -1,5 +1,5 @@
-"""Helpers only tests need, kept out of the product: removing the append-only triggers (to
-simulate tampering), the projection tables as they are, whole, in memory, and an import of
+"""Helpers only tests need, kept out of the product: SQL run behind the bank's back (with the
+append-only triggers removed, to simulate tampering), the projection tables as they are, whole, in memory, and an import of
 paths in one call."""
 
 from __future__ import annotations
@@ -7,21 +7,34 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from sqlalchemy import Connection
-
 from bank import Bank
 from bank.imports import ImportReport, Resolver, apply_import, read_imports
 from bank.projection import Projection
 
 
-def drop_triggers(conn: Connection) -> None:
-    """Remove the append-only triggers, as someone tampering with the file could."""
-    if conn.dialect.name == "sqlite":
-        conn.exec_driver_sql("DROP TRIGGER IF EXISTS events_refuse_update")
-        conn.exec_driver_sql("DROP TRIGGER IF EXISTS events_refuse_delete")
-    else:
-        conn.exec_driver_sql("DROP TRIGGER IF EXISTS events_refuse_change ON events")
-        conn.exec_driver_sql("DROP TRIGGER IF EXISTS events_refuse_truncate ON events")
+_DROP_TRIGGERS = {
+    "sqlite": ("DROP TRIGGER IF EXISTS events_refuse_update",
+               "DROP TRIGGER IF EXISTS events_refuse_delete"),
+    "postgresql": ("DROP TRIGGER IF EXISTS events_refuse_change ON events",
+                   "DROP TRIGGER IF EXISTS events_refuse_truncate ON events"),
+}
+
+
+def run_sql(bank: Bank, *statements: str, drop_triggers: bool = False) -> None:
+    """Run ``statements`` behind the bank's back, in one transaction; with ``drop_triggers``,
+    first remove the append-only triggers, as someone tampering with the database could."""
+    store = bank.store
+    with store.transaction("write") as db:
+        if drop_triggers:
+            for statement in _DROP_TRIGGERS[store.dialect]:
+                db.run(statement)
+        for statement in statements:
+            db.run(statement)
+
+
+def tamper(bank: Bank, *statements: str) -> None:
+    """:func:`run_sql` with the append-only triggers removed first."""
+    run_sql(bank, *statements, drop_triggers=True)
 
 
 def stored_projection(bank: Bank) -> Projection:

@@ -32,7 +32,7 @@ def write_events(handle: IO[str], events: Iterable[StoredEvent], bank_id: str) -
 
 
 def write_event_rows(handle: IO[str], rows: Iterable[Sequence[Any]], bank_id: str) -> int:
-    """Stream events rows (:data:`bank.sql.EVENT_COLUMNS` order, as
+    """Stream events rows (:data:`bank.store.statements.EVENT_COLUMNS` order, as
     :meth:`bank.store.EventStore.iter_event_rows` reads them) to ``handle``, nothing decoded;
     return how many were written."""
     handle.write(header_line(bank_id))
@@ -49,7 +49,7 @@ def header_line(bank_id: str) -> str:
 
 
 def event_line(row: Sequence[Any]) -> str:
-    """One stored event (a row in :data:`bank.sql.EVENT_COLUMNS` order) as a line: a JSON object
+    """One stored event (a row in :data:`bank.store.statements.EVENT_COLUMNS` order) as a line: a JSON object
     with sorted keys whose payload is the stored payload text itself, spliced in rather than
     decoded and encoded again (it is already JSON, so the line is too)."""
     (seq, event_id, kind, soc, repo_key, task_id, op_name, op_type, recorded_at, origin, payload,

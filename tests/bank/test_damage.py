@@ -21,7 +21,7 @@ from bank.formats.jsonl import Anchor
 from bank.verify import VerifyReport
 from cli.main import app
 from tests.conftest import oc
-from tests.seams import drop_triggers
+from tests.seams import tamper
 
 runner = CliRunner()
 INDEX = "ix_events_repo_key"
@@ -97,9 +97,8 @@ def test_every_backend_checks_its_own_structure(bank: Bank) -> None:
 
 
 def _cut_last_event(path: Path) -> None:
-    with Bank.open(str(path)) as bank, bank.store.engine.begin() as conn:
-        drop_triggers(conn)
-        conn.exec_driver_sql("DELETE FROM events WHERE seq = (SELECT MAX(seq) FROM events)")
+    with Bank.open(str(path)) as bank:
+        tamper(bank, "DELETE FROM events WHERE seq = (SELECT MAX(seq) FROM events)")
 
 
 def _append_behind_its_back(path: Path, scratch: Path) -> int:

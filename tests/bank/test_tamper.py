@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 from bank import Bank
 from cli.main import app
 from tests.conftest import oc
-from tests.seams import drop_triggers
+from tests.seams import tamper
 
 
 def _bank_with_history(path: Path) -> None:
@@ -24,9 +24,8 @@ def _tampered(tmp_path: Path, statement: str) -> Path:
     """A bank with three finished tasks, changed behind its back by ``statement``."""
     path = tmp_path / "bank.db"
     _bank_with_history(path)
-    with Bank.open(str(path)) as bank, bank.store.engine.begin() as conn:
-        drop_triggers(conn)
-        conn.exec_driver_sql(statement)
+    with Bank.open(str(path)) as bank:
+        tamper(bank, statement)
     return path
 
 

@@ -1,0 +1,104 @@
+"""The replay path: the log read back oldest first, in keyset pages of seq, and the projections
+derived again from it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from bank.errors import BankError
+from bank.events import StoredEvent
+from bank.projection import Projection, policy_of
+from bank.rows import policy_values, task_values, values_to_logged
+from bank.store import statements as sql
+from bank.store.driver import Db, Row, chunks
+from bank.store.results import EventFilter
+from bank.store.writes import bulk_job, set_checkpoint
+
+PAGE = 2000
+"""Events per page when the log is streamed."""
+
+
+def event_pages(db: Db, where: EventFilter) -> Iterator[Row]:
+    """The events rows ``where`` selects, oldest first, read in keyset pages of seq."""
+    clauses: list[str] = ["seq > ?"]
+    params: list[Any] = []
+    if where.until_seq is not None:
+        clauses.append("seq <= ?")
+        params.append(where.until_seq)
+    if where.until_time is not None:
+        clauses.append("recorded_at <= ?")
+        params.append(where.until_time)
+    if where.kinds is not None:
+        clauses.append(f"kind IN ({sql.marks(len(where.kinds))})")
+        params.extend(str(kind) for kind in where.kinds)
+    for name in ("repo_key", "op_name", "op_type", "task_id", "soc_version"):
+        value = getattr(where, name)
+        if value is not None:
+            clauses.append(f"{name} = ?")
+            params.append(value)
+    statement = sql.select_events(" AND ".join(clauses), limit=True)
+    after = where.since_seq
+    while True:
+        rows = db.rows(statement, (after, *params, PAGE))
+        yield from rows
+        if len(rows) < PAGE:
+            return
+        after = rows[-1][0]
+
+
+def events_at(db: Db, seqs: Sequence[int]) -> dict[int, StoredEvent | None]:
+    """The events at ``seqs`` (one whose row cannot be read maps to ``None``; payloads are
+    decoded, and checked, when read)."""
+    found: dict[int, StoredEvent | None] = {}
+    for part in chunks(sorted(set(seqs)), sql.CHUNK):
+        for row in db.rows(sql.select_events(f"seq IN ({sql.marks(len(part))})"), part):
+            try:
+                found[row[0]] = values_to_logged(row)
+            except (BankError, ValueError):
+                found[row[0]] = None
+    return found
+
+
+def stored_policy_rows(db: Db) -> Iterator[tuple[Row, StoredEvent | None]]:
+    """Every stored policy row with the event its seq names (``None`` if there is none or it
+    cannot be read), in pages of the seq index, for verify to compare with a replay."""
+    page = sql.select_policies("seq > ?") + " ORDER BY seq LIMIT ?"
+    after = 0
+    while True:
+        rows = db.rows(page, (after, PAGE))
+        if not rows:
+            return
+        events = events_at(db, [row[7] for row in rows])
+        for row in rows:
+            yield row, events.get(row[7])
+        after = rows[-1][7]
+        if len(rows) < PAGE:
+            return
+
+
+def derive_projection(db: Db) -> int:
+    """Within a write transaction: fold the whole log into a fresh compact projection, replace
+    the projection tables with it and return the seq it reflects. Memory follows the tasks and
+    policy keys, not the log: winning policies are read back in pages.
+
+    Raises:
+        OutcomeRuleError: the log breaks the outcome rules.
+        EventValidationError, ValueError: a stored row is not a valid event.
+    """
+    projection = Projection(compact=True)
+    last = 0
+    with bulk_job():
+        for row in event_pages(db, EventFilter()):
+            projection.apply(values_to_logged(row))
+            last = row[0]
+    db.run("DELETE FROM policy")
+    db.run("DELETE FROM task")
+    db.run_many(sql.insert("task"), [task_values(task) for task in projection.tasks.values()])
+    seqs = sorted(ref[2] for ref in projection.winners.values())
+    for start in range(0, len(seqs), PAGE):
+        events = events_at(db, seqs[start:start + PAGE])
+        db.run_many(sql.insert("policy"),
+                    [policy_values(policy_of(stored)) for stored in events.values() if stored])
+    set_checkpoint(db, last)
+    return last
