@@ -1,6 +1,6 @@
 """Helpers only tests need, kept out of the product: SQL run behind the bank's back (with the
-append-only triggers removed, to simulate tampering), the projection tables as they are, whole, in memory, and an import of
-paths in one call."""
+append-only triggers removed, to simulate tampering), the projection tables as they are, whole,
+in memory, and an import of paths in one call."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from pathlib import Path
 from bank import Bank
 from bank.imports import ImportReport, Resolver, apply_import, read_imports
 from bank.projection import Projection
-
 
 _DROP_TRIGGERS = {
     "sqlite": ("DROP TRIGGER IF EXISTS events_refuse_update",

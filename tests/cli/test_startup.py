@@ -1,0 +1,50 @@
+"""Reading commands on an SQLite bank start without SQLAlchemy and SQLModel: the store speaks
+sqlite3 itself, and the tables are imported only to create or upgrade a bank."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bank import Bank
+from tests.conftest import oc
+
+READING = [["tasks"], ["query"], ["query", "--at-seq", "3"], ["history", "--repo-key", "k"],
+           ["events"], ["summary", "abc1"], ["verify"]]
+_HEAVY = ("sqlalchemy", "sqlmodel", "numpy", "onnx")
+
+
+def _bank(tmp_path: Path) -> Path:
+    db = tmp_path / "b.db"
+    with Bank.open(str(db), create=True) as bank:
+        bank.start_task("A", tuning_name="t", task_id="abc1")
+        bank.record("abc1", [oc("add", "k"), oc("unsatisfied", "u")])
+        bank.finish_task("abc1")
+    return db
+
+
+def _loaded_by(args: list[str], cwd: Path) -> list[str]:
+    """Which of the heavy packages a command loaded (it runs in a fresh interpreter)."""
+    probe = ("import sys; from cli.main import app\n"
+             f"try:\n    app({args!r}, standalone_mode=False)\n"
+             "except SystemExit:\n    pass\n"
+             f"import json; print(json.dumps(sorted(m for m in {_HEAVY!r} if m in sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    loaded: list[str] = json.loads(out.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+@pytest.mark.parametrize("command", READING, ids=lambda c: " ".join(c))
+def test_a_reading_command_starts_without_the_orm(tmp_path: Path, command: list[str]) -> None:
+    db = _bank(tmp_path)
+    assert _loaded_by([*command, "--db", str(db)], tmp_path) == []
+
+
+def test_making_a_bank_is_what_loads_them(tmp_path: Path) -> None:
+    """The probe can see them: `bank init` compiles the tables' DDL through SQLAlchemy."""
+    assert "sqlalchemy" in _loaded_by(["init", "--db", str(tmp_path / "new.db")], tmp_path)
