@@ -12,6 +12,8 @@ from bank.events import GENESIS_HASH, StoredEvent
 from bank.projection import PolicyKey, PolicyRef, Projection, policy_of
 from bank.rows import policy_values, values_to_logged
 from bank.store import EventStore, bulk_job
+from bank.store.driver import Db
+from bank.store.replay import derive_projection, replace_projection
 from bank.tasks import TaskView
 
 if TYPE_CHECKING:
@@ -128,14 +130,24 @@ def compare_tasks(replayed: dict[str, TaskView], stored: dict[str, TaskView],
     _differences("task", replayed, stored, report)
 
 
+@dataclass
+class PolicyDifferences:
+    """Where the stored policies and the replay part: the stored rows no winner makes (extra or
+    stale), and the winners with no stored row that is theirs (missing or stale), by seq."""
+
+    unmade: list[PolicyKey] = field(default_factory=list)
+    unstored: list[int] = field(default_factory=list)
+
+
 def compare_policies(store: EventStore, winners: dict[PolicyKey, PolicyRef],
-                     report: VerifyReport) -> None:
+                     report: VerifyReport) -> PolicyDifferences:
     """List every difference between the replayed winners and the stored policies: each stored
     policy must be the one its key's winning event makes, and every winner must be stored.
-    ``winners`` is emptied as it is checked.
+    ``winners`` is emptied as it is checked; what differs is returned, for a rebuild to
+    rewrite only that.
 
     The stored policies are streamed with their events, so memory follows the winners' keys."""
-    listed = 0
+    found = PolicyDifferences()
     unseen = winners  # consumed: a copy would double the largest thing verify holds
     for row, event in store.iter_stored_policy_rows():
         key: PolicyKey = (row[0], row[1], row[2])
@@ -144,19 +156,24 @@ def compare_policies(store: EventStore, winners: dict[PolicyKey, PolicyRef],
             problem = "in the bank but not derived from the log"
         elif ref[2] != row[7] or not _makes(event, row):
             problem = "stored value differs from the log's"
+            found.unstored.append(ref[2])
         else:
             continue
-        listed += 1
-        if listed > MAX_LISTED:
-            report.flag(None, "policy: more differences not listed")
-            return
-        report.flag(None, f"policy {_label(key)}: {problem}")
+        found.unmade.append(key)
+        _list(report, len(found.unmade), f"policy {_label(key)}: {problem}")
     for key in sorted(unseen):
-        listed += 1
-        if listed > MAX_LISTED:
-            report.flag(None, "policy: more differences not listed")
-            return
-        report.flag(None, f"policy {_label(key)}: in the log but missing from the bank")
+        found.unstored.append(unseen[key][2])
+        _list(report, len(found.unmade) + len(found.unstored),
+              f"policy {_label(key)}: in the log but missing from the bank")
+    return found
+
+
+def _list(report: VerifyReport, count: int, problem: str) -> None:
+    """Flag the first :data:`MAX_LISTED` differences, then say that more were not listed."""
+    if count <= MAX_LISTED:
+        report.flag(None, problem)
+    elif count == MAX_LISTED + 1:
+        report.flag(None, "policy: more differences not listed")
 
 
 def _makes(event: StoredEvent | None, row: tuple[Any, ...]) -> bool:
@@ -217,6 +234,13 @@ def verify(store: EventStore, anchor: Anchor | None = None) -> VerifyReport:
     Everything is read in one snapshot, so a bank that writers are appending to verifies as the
     state it was in when the check began.
     """
+    return audit(store, anchor)[0]
+
+
+def audit(store: EventStore, anchor: Anchor | None = None
+          ) -> tuple[VerifyReport, dict[str, TaskView], PolicyDifferences]:
+    """:func:`verify`, returning with the report the replayed tasks and where the stored
+    policies differ from the replay (what a rebuild rewrites)."""
     report = VerifyReport()
     with store.snapshot(), bulk_job():
         check_structure(store, report)
@@ -225,13 +249,13 @@ def verify(store: EventStore, anchor: Anchor | None = None) -> VerifyReport:
             check_anchor(store, anchor, report)
         compare_tasks(replayed.tasks, {t.task_id: t for t in store.tasks()}, report)
         report.policies = len(replayed.winners)
-        compare_policies(store, replayed.winners, report)
+        differences = compare_policies(store, replayed.winners, report)
     for task in replayed.tasks.values():
         if task.finished:
             for problem in task.invariant_problems():
                 report.flag(task.last_seq, problem)
     report.tasks = len(replayed.tasks)
-    return report
+    return report, replayed.tasks, differences
 
 
 @dataclass
@@ -253,8 +277,11 @@ def _is_projection_problem(problem: str) -> bool:
 def rebuild(store: EventStore, *, force: bool = False, reindex: bool = False) -> RebuildReport:
     """Replace the stored projections with the ones derived from the log alone, after a full
     verify: a log that verify finds broken (a cut, an edit, events tunebank never appended, a
-    damaged database) is not adopted unless ``force``. The rebuild itself is one write
-    transaction: writers wait until it is done.
+    damaged database) is not adopted unless ``force``. Verify and rebuild are one write
+    transaction (writers wait until it is done), and the log is folded once: the tasks are
+    written as verify replayed them, and the policies verify found to differ from the replay
+    are rewritten from their winning events (the others are already exactly what the log makes).
+    A forced rebuild of a broken log derives everything again from the log as it reads.
 
     Args:
         force: adopt the log as it is even where verify finds it broken.
@@ -266,17 +293,24 @@ def rebuild(store: EventStore, *, force: bool = False, reindex: bool = False) ->
     """
     if reindex:
         store.reindex()
-    verdict = verify(store)
     report = RebuildReport(0, reindexed=reindex)
-    report.log_problems = [p for p in verdict.problems if not _is_projection_problem(p)]
-    report.replaced = [p for p in verdict.problems if _is_projection_problem(p)]
-    if report.log_problems and not force:
-        repair = f"; repair: {verdict.repair}" if verdict.repair else ""
-        raise BankError(f"rebuild refused: the log fails verify ({len(report.log_problems)} "
-                        f"problem(s); first: {report.log_problems[0]}); `bank verify` lists them, "
-                        f"`bank rebuild --force` adopts the log as it is{repair}")
+
+    def work(db: Db) -> int:  # the write lock is held: the log cannot move under the audit
+        verdict, tasks, differences = audit(store)
+        report.log_problems = [p for p in verdict.problems if not _is_projection_problem(p)]
+        report.replaced = [p for p in verdict.problems if _is_projection_problem(p)]
+        if not report.log_problems:
+            return replace_projection(db, tasks, differences.unmade, differences.unstored,
+                                      verdict.head_seq)
+        if not force:
+            repair = f"; repair: {verdict.repair}" if verdict.repair else ""
+            raise BankError(f"rebuild refused: the log fails verify ({len(report.log_problems)} "
+                            f"problem(s); first: {report.log_problems[0]}); `bank verify` lists "
+                            f"them, `bank rebuild --force` adopts the log as it is{repair}")
+        return derive_projection(db)
+
     try:
-        report.head = store.rebuild_projection()
+        report.head = store.write_transaction(work)
     except ValueError as exc:
         raise BankError(f"the log cannot be read: {exc}") from exc
     return report

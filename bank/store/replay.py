@@ -8,12 +8,13 @@ from typing import Any
 
 from bank.errors import BankError
 from bank.events import StoredEvent
-from bank.projection import Projection, policy_of
+from bank.projection import PolicyKey, Projection, policy_of
 from bank.rows import policy_values, task_values, values_to_logged
 from bank.store import statements as sql
 from bank.store.driver import Db, Row, chunks
 from bank.store.results import EventFilter
 from bank.store.writes import bulk_job, set_checkpoint
+from bank.tasks import TaskView
 
 PAGE = 2000
 """Events per page when the log is streamed."""
@@ -93,12 +94,24 @@ def derive_projection(db: Db) -> int:
             projection.apply(values_to_logged(row))
             last = row[0]
     db.run("DELETE FROM policy")
+    seqs = [ref[2] for ref in projection.winners.values()]
+    return replace_projection(db, projection.tasks, [], seqs, last)
+
+
+def replace_projection(db: Db, tasks: dict[str, TaskView], unmade: Sequence[PolicyKey],
+                       unstored: Sequence[int], last: int) -> int:
+    """Within a write transaction: make the stored projections a replay's: every task row
+    replaced by ``tasks``, the policy rows of ``unmade`` keys deleted, and the policies of the
+    winning events at ``unstored`` seqs written in their place; return ``last``, the seq the
+    projections now reflect."""
     db.run("DELETE FROM task")
-    db.run_many(sql.insert("task"), [task_values(task) for task in projection.tasks.values()])
-    seqs = sorted(ref[2] for ref in projection.winners.values())
+    db.insert_rows("task", [task_values(task) for task in tasks.values()])
+    db.run_many("DELETE FROM policy WHERE soc_version = ? AND repo_key = ? AND info_digest = ?",
+                unmade)
+    seqs = sorted(unstored)
     for start in range(0, len(seqs), PAGE):
         events = events_at(db, seqs[start:start + PAGE])
-        db.run_many(sql.insert("policy"),
-                    [policy_values(policy_of(stored)) for stored in events.values() if stored])
+        db.insert_rows("policy", [policy_values(policy_of(stored))
+                                  for stored in events.values() if stored])
     set_checkpoint(db, last)
     return last

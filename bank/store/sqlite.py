@@ -10,6 +10,8 @@ bank is created) so readers do not wait for writers; opening a file changes noth
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import quote
 
@@ -79,6 +81,18 @@ class SQLiteStore(EventStore):
     def _checkin(self, raw: Any) -> None:
         if self.path is not None:
             super()._checkin(raw)
+
+    @contextmanager
+    def transaction(self, mode: Mode = "read") -> Iterator[Db]:
+        """In memory, where every transaction shares one connection, a read opened inside a
+        write joins it (it sees the write's state, as a read elsewhere would while the write
+        lock is held)."""
+        shared = self._shared
+        if mode != "write" and shared is not None and shared.in_transaction:
+            yield self._db(shared)
+            return
+        with super().transaction(mode) as db:
+            yield db
 
     def close(self) -> None:
         super().close()

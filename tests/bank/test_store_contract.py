@@ -173,6 +173,23 @@ class TestProjections:
         assert stored_projection(bank) == before
         assert bank.verify().ok
 
+    def test_rebuild_rewrites_every_damaged_projection_row(self, bank: Bank) -> None:
+        finished_task(bank, [oc("add", "1"), oc("add", "2"), oc("add", "3"), oc("unsatisfied", "4")])
+        finished_task(bank, [oc("hit", "1"), oc("update", "1", after=5.0)])
+        before = stored_projection(bank)
+        extra = ("INSERT INTO policy SELECT soc_version, repo_key, 'x', op_type, info_dict, "
+                 "knowledge, best_us, seq, task_id, event_id, origin, tune_mode, backend, "
+                 "cost_model_version FROM policy WHERE repo_key = '3'")
+        run_sql(bank, "DELETE FROM policy WHERE repo_key = '2'",  # missing
+                "UPDATE policy SET best_us = 99.0 WHERE repo_key = '1'",  # stale
+                extra,  # made by no event
+                "UPDATE task SET add_num = 9")
+        assert len(bank.verify().problems) == 5
+        report = bank.rebuild()
+        assert len(report.replaced) == 5 and report.head == bank.head() == 10
+        assert stored_projection(bank) == before
+        assert bank.verify().ok
+
     def test_task_prefix(self, bank: Bank) -> None:
         task = bank.start_task("Ascend310", tuning_name="t", task_id="abc123")
         bank.start_task("Ascend310", tuning_name="t", task_id="abd456")
