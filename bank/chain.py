@@ -72,11 +72,22 @@ def _check_range(url: str, after: int, until: int) -> list[Problem]:
         store.close()
 
 
+def _structure(url: str) -> tuple[list[str], str | None]:
+    """In a worker: the database's own structure check (see ``EventStore.structure_problems``)."""
+    from bank.store import open_store
+
+    store = open_store(url, read_only=True)
+    try:
+        return store.structure_problems()
+    finally:
+        store.close()
+
+
 @contextmanager
 def checked_in_workers(url: str, head: int, workers: int) -> Iterator[Any]:
-    """Start ``workers`` processes checking seqs 1 to ``head`` of the bank at ``url``; the
-    block runs meanwhile. Yields a function that waits for them and returns their problems,
-    in seq order.
+    """Start ``workers`` processes checking seqs 1 to ``head`` of the bank at ``url``, and then
+    the database's own structure check; the block runs meanwhile. Yields a function that waits
+    for them and returns the chain's problems, in seq order, and the structure check's result.
 
     The workers are forked and open their own connections (rows up to ``head`` never change:
     the log is append-only). They exit without running the parent's finalisers, so the
@@ -86,9 +97,10 @@ def checked_in_workers(url: str, head: int, workers: int) -> Iterator[Any]:
     try:
         pending = pool.starmap_async(_check_range, [(url, bounds[n], bounds[n + 1])
                                                      for n in range(workers)])
+        structure = pool.apply_async(_structure, (url,))
 
-        def results() -> list[Problem]:
-            return [problem for part in pending.get() for problem in part]
+        def results() -> tuple[list[Problem], tuple[list[str], str | None]]:
+            return [problem for part in pending.get() for problem in part], structure.get()
 
         yield results
     finally:

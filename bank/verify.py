@@ -53,18 +53,22 @@ class VerifyReport:
 
 
 def check_log(store: EventStore, report: VerifyReport) -> Projection:
-    """Walk the log: positions, ids, hash chain and outcome rules; return the replayed (compact)
-    projection. A long log's ids and links are checked in worker processes while this one
-    folds it (:mod:`bank.chain`)."""
+    """Walk the log: positions, ids, hash chain and outcome rules, and the database's own
+    structure check; return the replayed (compact) projection. For a long log the ids, links
+    and structure are checked in worker processes while this one folds it (:mod:`bank.chain`)."""
     head = store.head()[0]
     workers = workers_for(store.url, head)
     with ExitStack() as stack:
         in_workers = stack.enter_context(checked_in_workers(store.url, head, workers)) \
             if workers else None
+        if in_workers is None:
+            check_structure(store.structure_problems(), report)
         projection = _fold_log(store, report, check_links=in_workers is None)
         if in_workers is not None:
-            for seq, problem in in_workers():
+            problems, structure = in_workers()
+            for seq, problem in problems:
                 report.flag(seq, problem)
+            check_structure(structure, report)
     checkpoint, head = store.checkpoint(), report.head_seq
     if checkpoint > head:
         report.flag(head + 1, f"the log ends at seq {head} but the projections were made from seq "
@@ -103,11 +107,12 @@ def _fold_log(store: EventStore, report: VerifyReport, check_links: bool) -> Pro
     return projection
 
 
-def check_structure(store: EventStore, report: VerifyReport) -> None:
-    """Ask the database to check its own pages and indexes: a damaged index hides events from
-    the queries that use it (a key's history comes back empty) while a replay, which reads the
-    table in seq order, still sees them all."""
-    problems, unchecked = store.structure_problems()
+def check_structure(found: tuple[list[str], str | None], report: VerifyReport) -> None:
+    """Report the database's own check of its pages and indexes (what
+    ``EventStore.structure_problems`` found): a damaged index hides events from the queries
+    that use it (a key's history comes back empty) while a replay, which reads the table in seq
+    order, still sees them all."""
+    problems, unchecked = found
     report.structure_unchecked = unchecked
     for problem in problems:
         report.flag(None, f"database structure: {problem}")
@@ -243,7 +248,6 @@ def audit(store: EventStore, anchor: Anchor | None = None
     policies differ from the replay (what a rebuild rewrites)."""
     report = VerifyReport()
     with store.snapshot(), bulk_job():
-        check_structure(store, report)
         replayed = check_log(store, report)
         if anchor is not None:
             check_anchor(store, anchor, report)
