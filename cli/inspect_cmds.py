@@ -142,7 +142,7 @@ def _history_row(stored: StoredEvent, models: dict[str, str | None]) -> list[obj
 
 
 def _borrowed(payload: Mapping[str, Any]) -> str | None:
-    from bank.report import borrowed_summary
+    from report.gather import borrowed_summary
 
     return borrowed_summary(payload.get("borrowed_from"))
 
@@ -182,8 +182,8 @@ def report(
     from datetime import UTC, datetime
 
     from bank.atomic import write_text_atomic
-    from bank.formats.html_report import render
-    from bank.report import gather
+    from report.gather import gather
+    from report.html import render
 
     with open_bank(db) as bank:
         check_socs(bank, [soc_version])

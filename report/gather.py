@@ -2,7 +2,7 @@
 
 Per soc_version: every task in the order it started (its repo_summary, model times and the
 measurements its outcomes spent), every key's default time against its best, and the policy
-changes last appended (the audit trail). Rendering is bank/formats/html_report.py's job.
+changes last appended (the audit trail). Rendering is report/html.py's job.
 """
 
 from __future__ import annotations

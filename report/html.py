@@ -7,9 +7,9 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Any
 
-from bank.formats.svg_charts import Series, bars, scatter_loglog
-from bank.report import BankReport, ChipReport
 from bank.tasks import TaskView
+from report.gather import BankReport, ChipReport
+from report.svg import Series, bars, scatter_loglog
 
 NOTHING = "No task to show: the bank holds none (of that chip, with --soc-version)."
 

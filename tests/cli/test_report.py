@@ -136,8 +136,8 @@ def test_the_browser_check_sees_a_broken_page(tmp_path: Path) -> None:
 
 
 def test_a_big_bank_s_keys_are_thinned_and_the_page_says_so() -> None:
-    from bank.formats.html_report import MAX_POINTS, render
-    from bank.report import BankReport, ChipReport, KeyTimes
+    from report.gather import BankReport, ChipReport, KeyTimes
+    from report.html import MAX_POINTS, render
 
     keys = [KeyTimes(str(n), "Conv", 10.0 + n % 7, 5.0 + n % 5) for n in range(2 * MAX_POINTS + 1)]
     page = render(BankReport("b", 1, "0" * 64, (ChipReport("Ascend310", keys=keys),)), "now")
