@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 import bank.atomic  # noqa: E402
 import tuner.flow as flow  # noqa: E402
 from bank import Bank  # noqa: E402
+from tuner.options import TuneOptions  # noqa: E402
 
 
 def measure(model: Path, every_key: bool) -> dict[str, Any]:
@@ -41,7 +42,7 @@ def measure(model: Path, every_key: bool) -> dict[str, Any]:
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
             report = flow.tune(lambda: Bank.open(str(work / "b.db"), create=True),
-                               flow.TuneOptions(model=model, soc_version="Ascend910B2", work_dir=work,
+                               TuneOptions(model=model, soc_version="Ascend910B2", work_dir=work,
                                                 budget=8))
             final = report.result_file.stat().st_size
     finally:

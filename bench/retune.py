@@ -20,7 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 from bank import Bank  # noqa: E402
 from fixtures.make_bert import write  # noqa: E402
-from tuner.flow import TuneOptions, TuneReport, tune  # noqa: E402
+from tuner.flow import TuneReport, tune  # noqa: E402
+from tuner.options import TuneOptions  # noqa: E402
 
 SHAPE = {"input_ids_embedded": (4, 128, 128)}
 

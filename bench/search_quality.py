@@ -48,8 +48,9 @@ from fixtures.make_bert import write as write_bert  # noqa: E402
 from fixtures.model_versions import dilated  # noqa: E402
 from tuner.config import TuneSelection  # noqa: E402
 from tuner.costmodel import CostModel  # noqa: E402
-from tuner.flow import TuneOptions, tune  # noqa: E402
+from tuner.flow import tune  # noqa: E402
 from tuner.model import load_model  # noqa: E402
+from tuner.options import TuneOptions  # noqa: E402
 from tuner.plan import KeyGroup, plan_tune  # noqa: E402
 from tuner.search import Evaluator, FitCheck, SearchError, make_search  # noqa: E402
 from tuner.socs import get_soc  # noqa: E402

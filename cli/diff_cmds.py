@@ -115,8 +115,8 @@ def _diff_models(models: list[Path], soc_version: str, db: str | None, job_type:
                  input_shape: str | None, as_json: bool) -> bool:
     from bank.location import resolve
     from tuner.coverage import plan_of
-    from tuner.flow import job_type_of
     from tuner.model import parse_input_shapes
+    from tuner.options import job_type_of
     from tuner.versions import diff_models
 
     kind, shapes = job_type_of(job_type), parse_input_shapes(input_shape)

@@ -81,9 +81,9 @@ def tune(
     as_json: JsonOption = False,
 ) -> None:
     """Tune an ONNX model into the bank: known keys are reused, new ones searched and recorded."""
-    from tuner.flow import RESUMED, TuneOptions, job_type_of
     from tuner.flow import tune as run_tune
     from tuner.model import parse_input_shapes
+    from tuner.options import RESUMED, TuneOptions, job_type_of
 
     options = TuneOptions(
         model=model, soc_version=soc_version, job_type=job_type_of(job_type), mode=mode.value,
@@ -185,8 +185,8 @@ def plan(
 ) -> None:
     """Show what a model still needs tuned: each key known, known to gain nothing, or new."""
     from tuner.coverage import coverage
-    from tuner.flow import job_type_of
     from tuner.model import parse_input_shapes
+    from tuner.options import job_type_of
 
     kind = job_type_of(job_type)
     with open_bank(db) as bank:

@@ -15,90 +15,45 @@ killed run resumes (``reload``) without measuring recorded keys again.
 
 from __future__ import annotations
 
-import functools
 import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bank import Bank, EventKind, Outcome, Policy, TaskView
+from bank import Bank, Outcome, Policy, TaskView
 from bank.atomic import write_json_atomic
-from bank.errors import BankError
 from bank.formats.opat import ReportInfo, TaskOutcomes, opat_v1, opat_v2, sgat, tuning_result
 from tuner.annotate import annotated_model
-from tuner.config import ConfigError, TuneSelection, load_selection, read_json
+from tuner.config import TuneSelection, load_selection
 from tuner.costmodel import COST_MODEL_VERSION, CostModel
+from tuner.decisions import (
+    BACKEND,
+    borrowing_trail,
+    decide,
+    failed,
+    known_outcomes,
+)
 from tuner.model import load_model
+from tuner.options import (
+    TuneError,
+    TuneOptions,
+    check_options,
+    read_tuning_result,
+    resumed_options,
+    tool_version,
+)
 from tuner.plan import KeyGroup, TunePlan, plan_tune
 from tuner.search import Evaluator, SearchError, make_search
 from tuner.socs import get_soc
-from tuner.space import SearchSpace
 from tuner.subgraphs import plan_subgraphs
-from tuner.transfer import Donors, Neighbour, start_from
-
-BACKEND = "sim"
-RESUMED = {"mode": "search_mode", "seed": "seed", "budget": "budget", "retune": "retune",
-           "noise": "noise", "run_loop": "run_loop", "transfer": "transfer"}
-"""The search settings --reload takes from the unfinished task: option -> task_started field."""
-
-JOB_TYPES = {"operator": "opat", "opat": "opat", "2": "opat",
-             "subgraph": "sgat", "sgat": "sgat", "1": "sgat"}
-"""``--job-type`` values: AOE's numbers (1 subgraph, 2 operator) and names, to the job_type a
-task records."""
-OPERATOR_ONLY = {"tuning_config": "--tuning-config", "tune_ops_file": "--tune-ops-file",
-                 "load_tuning_result": "--load-tuning-result", "output": "--output"}
-"""Options that name operators or write an operator-tuned model: not for a subgraph tune."""
-
-
-class TuneError(BankError):
-    """A tune cannot start (bad option) or resume."""
-
-
-@functools.cache
-def tool_version() -> str:
-    """tunebank's installed version."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("tunebank")
-    except PackageNotFoundError:
-        return "0+unknown"
-
-
-@dataclass(frozen=True)
-class TuneOptions:
-    """Everything ``bank tune`` takes."""
-
-    model: Path
-    soc_version: str
-    job_type: str = "opat"
-    mode: str = "ga"
-    budget: int | None = None
-    seed: int = 0
-    retune: bool = False
-    reload: bool = False
-    input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    tuning_config: Path | None = None
-    tune_ops_file: Path | None = None
-    load_tuning_result: Path | None = None
-    noise: float = 0.0
-    run_loop: int = 1
-    tuning_name: str | None = None
-    result_format: str = "v2"
-    work_dir: Path = Path(".")
-    output: Path | None = None
-    transfer: bool = True
-    """Start a new key's search from the policies of the bank's nearest known keys."""
-    given: frozenset[str] = frozenset()
-    """The options the user set (not left at their defaults): with ``reload``, one that differs
-    from the unfinished task's setting is an error rather than silently overridden."""
+from tuner.transfer import Donors, start_from
 
 
 class Reporter:
@@ -208,55 +163,15 @@ def tune(bank_opener: Callable[[], Bank], options: TuneOptions,
     """
     reporter = reporter or Reporter()
     soc = get_soc(options.soc_version)
-    _check_options(options)
+    check_options(options)
     selection = load_selection(options.tuning_config, options.tune_ops_file)
     model = load_model(options.model, options.input_shapes)
     plan = plan_subgraphs(model, soc) if options.job_type == "sgat" else plan_tune(model, soc, selection)
-    loaded = _read_tuning_result(options.load_tuning_result)
+    loaded = read_tuning_result(options.load_tuning_result)
     with bank_opener() as bank:
         run = _open_task(bank, options, plan, CostModel(soc), model.name, model.sha256, selection)
         _tune_keys(run, loaded, reporter)
         return _finish(run)
-
-
-def job_type_of(text: str) -> str:
-    """The job_type ``--job-type`` names: ``sgat`` (subgraph, 1) or ``opat`` (operator, 2).
-
-    Raises:
-        TuneError: ``text`` names neither.
-    """
-    try:
-        return JOB_TYPES[text.strip().lower()]
-    except KeyError:
-        raise TuneError(f"--job-type: {text!r} is not subgraph (1, sgat) or operator (2, opat)") from None
-
-
-def _check_options(options: TuneOptions) -> None:
-    if options.job_type not in ("opat", "sgat"):
-        raise TuneError(f"--job-type: {options.job_type!r} is not sgat or opat")
-    if options.job_type == "sgat":
-        for name, flag in OPERATOR_ONLY.items():
-            if getattr(options, name) is not None:
-                raise TuneError(f"{flag}: applies to operator tuning only, not --job-type subgraph")
-    if options.result_format not in ("v1", "v2"):
-        raise TuneError(f"--result-format: {options.result_format!r} is not v1 or v2")
-    if options.budget is not None and options.budget < 1:
-        raise TuneError("--budget: must be at least 1")
-    if not 0 <= options.noise < 1:
-        raise TuneError("--noise: must be in [0, 1)")
-    if not 1 <= options.run_loop <= 2048:
-        raise TuneError("--run-loop: must be between 1 and 2048 (AOE's RUN_LOOP range)")
-    make_search(options.mode, 1, np.random.default_rng(0))  # an unknown mode fails here
-
-
-def _read_tuning_result(path: Path | None) -> dict[str, dict[str, Any]]:
-    if path is None:
-        return {}
-    data = read_json(path, "--load-tuning-result")
-    table = data.get("op_tuning")
-    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
-        raise ConfigError(f"--load-tuning-result: {path}: op_tuning must map op names to objects")
-    return table
 
 
 def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel,
@@ -291,28 +206,6 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
                 outcomes=outcomes, started=time.monotonic(), notices=notices)
 
 
-def resumed_options(options: TuneOptions, started: Mapping[str, Any]) -> TuneOptions:
-    """``options`` with the search settings of the unfinished task (its task_started payload),
-    so the resumed keys are searched exactly as the killed run would have searched them.
-
-    Raises:
-        TuneError: the user set an option to another value than the task's.
-    """
-    if "seed" not in started:  # a task from before tunebank recorded its settings
-        return options
-    recorded: dict[str, Any] = {name: started.get(field) for name, field in RESUMED.items()}
-    recorded["mode"] = recorded["mode"] or options.mode
-    for name, value in recorded.items():
-        if value is None and name != "budget":
-            recorded[name] = getattr(options, name)  # not recorded by that version
-        elif name in options.given and getattr(options, name) != value:
-            flag = "--" + name.replace("_", "-")
-            raise TuneError(f"{flag}: {getattr(options, name)} differs from the unfinished task's "
-                            f"{value if value is not None else 'default'}; leave it out to continue "
-                            "the task as it started")
-    return replace(options, **recorded)
-
-
 def _stamp(moment: datetime) -> str:
     return moment.strftime("%Y%m%d%H%M%S") + f"{moment.microsecond // 1000:03d}"
 
@@ -339,7 +232,7 @@ def _tune_keys(run: _Run, loaded: dict[str, dict[str, Any]], reporter: Reporter)
         fruitless = run.bank.searched_without_gain(run.options.soc_version, asked)
         reused = [g for g in todo if g.repo_key in known or g.repo_key in fruitless]
         _record(run, [o for g in reused
-                      for o in _known_outcomes(g, known.get(g.repo_key), fruitless.get(g.repo_key))])
+                      for o in known_outcomes(g, known.get(g.repo_key), fruitless.get(g.repo_key))])
         todo = [g for g in todo if g not in reused]
     if run.options.transfer and todo and run.options.job_type == "opat":
         run.donors = Donors.load(run.bank, {g.op_type for g in todo}, exclude_task=run.task_id)
@@ -359,32 +252,6 @@ def _record(run: _Run, outcomes: list[Outcome]) -> None:
     if len(run.outcomes.keys) >= 2 * run.written_keys \
             or time.monotonic() - run.written_at >= RESULT_FILE_EVERY_S:
         _write_result_file(run, "incomplete", None)
-
-
-def _payload(group: KeyGroup, measurements: int, **extra: Any) -> dict[str, Any]:
-    if group.members:
-        extra = {"subgraphs": [list(names) for names in group.members], **extra}
-    return {"op_names": group.op_names, "measurements": measurements,
-            "cost_model_version": COST_MODEL_VERSION, "tool_version": tool_version(), **extra}
-
-
-def _outcome(kind: EventKind, group: KeyGroup, **fields: Any) -> Outcome:
-    extra = fields.pop("extra", {})
-    return Outcome(kind=kind, repo_key=group.repo_key, op_name=group.ops[0].name,
-                   op_type=group.op_type, info_dict=group.info, backend=BACKEND, extra=extra,
-                   **fields)
-
-
-def _known_outcomes(group: KeyGroup, stored: Policy | None,
-                    default_us: float | None) -> list[Outcome]:
-    """No search: a hit kept as it is, or a key the log says gains nothing over the default."""
-    extra = _payload(group, 0)
-    if stored is None:
-        return [_outcome(EventKind.UNSATISFIED, group, performance_before_us=default_us,
-                         performance_after_us=default_us, reason="no_gain", extra=extra)]
-    return [_outcome(EventKind.HIT, group, performance_before_us=_known_time(stored), extra=extra),
-            _outcome(EventKind.RESERVED, group, performance_before_us=_known_time(stored),
-                     performance_after_us=_known_time(stored), reason="known", extra=extra)]
 
 
 def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
@@ -413,19 +280,11 @@ def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
             raise SearchError("no feasible candidate")
     except SearchError as exc:
         run.measurements += evaluate.measurements
-        return _failed(group, stored, default_us, evaluate.measurements, str(exc))
+        return failed(group, stored, default_us, evaluate.measurements, str(exc))
     run.measurements += evaluate.measurements
-    trail = _trail(start.neighbours, search.budget, evaluate.measurements, group.space.size)
-    return _decide(group, stored, default_us, found_us, candidate, evaluate.measurements, reason,
+    trail = borrowing_trail(start.neighbours, search.budget, evaluate.measurements, group.space.size)
+    return decide(group, stored, default_us, found_us, candidate, evaluate.measurements, reason,
                    trail)
-
-
-def _trail(neighbours: Sequence[Neighbour], budget: int, measured: int, size: int) -> dict[str, Any]:
-    """What an outcome records of where its search started and how much budget it used."""
-    if not neighbours:
-        return {}
-    return {"borrowed_from": [n.as_json() for n in neighbours], "budget": budget,
-            "stopped_early": measured < min(budget, size)}
 
 
 def _loaded_candidate(group: KeyGroup, loaded: dict[str, dict[str, Any]]) -> tuple[int, ...] | None:
@@ -433,59 +292,6 @@ def _loaded_candidate(group: KeyGroup, loaded: dict[str, dict[str, Any]]) -> tup
         if name in loaded:
             return group.space.encode(loaded[name])
     return None
-
-
-def _decide(group: KeyGroup, stored: Policy | None, default_us: float, found_us: float,
-            candidate: tuple[int, ...], measurements: int, reason: str | None,
-            trail: dict[str, Any]) -> list[Outcome]:
-    default = _finite(default_us)
-    extra = _payload(group, measurements, best_found_us=found_us, default_us=default, **trail)
-    knowledge = group.space.knowledge(candidate)
-    mode = tune_mode(group.space, candidate)
-    if stored is not None:
-        hit = _outcome(EventKind.HIT, group, performance_before_us=_known_time(stored), extra=extra)
-        if found_us < stored.best_us:
-            return [hit, _outcome(EventKind.UPDATE, group, knowledge=knowledge,
-                                  performance_before_us=_known_time(stored),
-                                  performance_after_us=found_us, tune_mode=mode, extra=extra)]
-        return [hit, _outcome(EventKind.RESERVED, group, performance_before_us=_known_time(stored),
-                              performance_after_us=_known_time(stored), reason="no_gain", extra=extra)]
-    if found_us < default_us:
-        return [_outcome(EventKind.ADD, group, knowledge=knowledge, performance_before_us=default,
-                         performance_after_us=found_us, tune_mode=mode, reason=reason, extra=extra)]
-    return [_outcome(EventKind.UNSATISFIED, group, performance_before_us=default,
-                     performance_after_us=default, reason="no_gain", extra=extra)]
-
-
-def _failed(group: KeyGroup, stored: Policy | None, default_us: float, measurements: int,
-            why: str) -> list[Outcome]:
-    extra = _payload(group, measurements, error=why)
-    default = _finite(default_us)
-    if stored is not None:
-        return [_outcome(EventKind.HIT, group, performance_before_us=_known_time(stored), extra=extra),
-                _outcome(EventKind.RESERVED, group, performance_before_us=_known_time(stored),
-                         performance_after_us=_known_time(stored), reason="failed", extra=extra)]
-    return [_outcome(EventKind.UNSATISFIED, group, performance_before_us=default,
-                     performance_after_us=default, reason="failed", extra=extra)]
-
-
-def _finite(value: float) -> float | None:
-    """A time the log can hold: ``None`` for an infeasible (infinite) one."""
-    return value if np.isfinite(value) else None
-
-
-def _known_time(policy: Policy) -> float | None:
-    """A stored policy's time, or None when it was imported without one."""
-    return _finite(policy.best_us)
-
-
-def tune_mode(space: SearchSpace, candidate: tuple[int, ...]) -> str:
-    """Impl if the implementation changed, else Format if the format did, else Schedule."""
-    names = [k.name for k in space.knobs]
-    for knob, mode in (("impl", "Impl"), ("format", "Format")):
-        if knob in names and candidate[names.index(knob)] != space.default[names.index(knob)]:
-            return mode
-    return "Schedule"
 
 
 def _write_result_file(run: _Run, status: str, tuning_time: float | None) -> None:

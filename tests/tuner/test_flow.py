@@ -14,7 +14,8 @@ from bank import Bank, BankError
 from tests.tuner.conftest import BERT_SHAPE, MODELS
 from tuner.costmodel import CostModel
 from tuner.coverage import coverage
-from tuner.flow import TuneOptions, TuneReport, tune
+from tuner.flow import TuneReport, tune
+from tuner.options import TuneOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 VGG = MODELS / "vgg19.onnx"

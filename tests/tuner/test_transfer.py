@@ -14,8 +14,9 @@ from fixtures.model_versions import dilated
 from tests.tuner.conftest import BERT_SHAPE, MODELS
 from tuner.config import TuneSelection
 from tuner.costmodel import CostModel
-from tuner.flow import TuneOptions, TuneReport, tune
+from tuner.flow import TuneReport, tune
 from tuner.model import load_model
+from tuner.options import TuneOptions
 from tuner.plan import plan_tune
 from tuner.socs import get_soc
 from tuner.transfer import distance, map_into, repair
