@@ -256,7 +256,8 @@ def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
     Raises:
         BankError: the events break the outcome rules in this bank, or the store refused.
     """
-    from bank.formats.jsonl import EventsFileInfo, iter_events_file
+    from bank.formats.forked import stream_events_file
+    from bank.formats.jsonl import EventsFileInfo
 
     present = {t.task_id for t in bank.tasks()}
     if prepared.streams:
@@ -266,7 +267,7 @@ def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
             yield from prepared.events
             for info, path in prepared.streams:
                 found[id(info)] = EventsFileInfo()
-                yield from iter_events_file(path, prepared.expect_head, found[id(info)])
+                yield from stream_events_file(path, prepared.expect_head, found[id(info)])
 
         streamed = bank.append_stream(events)
         appended, skipped = streamed.appended, streamed.skipped
