@@ -11,9 +11,7 @@ from bank.errors import BankError, OutcomeRuleError
 from bank.events import GENESIS_HASH, StoredEvent
 from bank.projection import PolicyKey, PolicyRef, Projection, policy_of
 from bank.rows import policy_values, values_to_logged
-from bank.store import EventStore, bulk_job
-from bank.store.driver import Db
-from bank.store.replay import derive_projection, replace_projection
+from bank.store import EventStore, Replay, bulk_job
 from bank.tasks import TaskView
 
 if TYPE_CHECKING:
@@ -153,6 +151,7 @@ def compare_policies(store: EventStore, winners: dict[PolicyKey, PolicyRef],
 
     The stored policies are streamed with their events, so memory follows the winners' keys."""
     found = PolicyDifferences()
+    listed = 0
     unseen = winners  # consumed: a copy would double the largest thing verify holds
     for row, event in store.iter_stored_policy_rows():
         key: PolicyKey = (row[0], row[1], row[2])
@@ -165,11 +164,12 @@ def compare_policies(store: EventStore, winners: dict[PolicyKey, PolicyRef],
         else:
             continue
         found.unmade.append(key)
-        _list(report, len(found.unmade), f"policy {_label(key)}: {problem}")
+        listed += 1
+        _list(report, listed, f"policy {_label(key)}: {problem}")
     for key in sorted(unseen):
         found.unstored.append(unseen[key][2])
-        _list(report, len(found.unmade) + len(found.unstored),
-              f"policy {_label(key)}: in the log but missing from the bank")
+        listed += 1
+        _list(report, listed, f"policy {_label(key)}: in the log but missing from the bank")
     return found
 
 
@@ -299,22 +299,21 @@ def rebuild(store: EventStore, *, force: bool = False, reindex: bool = False) ->
         store.reindex()
     report = RebuildReport(0, reindexed=reindex)
 
-    def work(db: Db) -> int:  # the write lock is held: the log cannot move under the audit
+    def replayed() -> Replay | None:  # run with the write lock held: the log cannot move
         verdict, tasks, differences = audit(store)
         report.log_problems = [p for p in verdict.problems if not _is_projection_problem(p)]
         report.replaced = [p for p in verdict.problems if _is_projection_problem(p)]
         if not report.log_problems:
-            return replace_projection(db, tasks, differences.unmade, differences.unstored,
-                                      verdict.head_seq)
+            return Replay(tasks, differences.unmade, differences.unstored, verdict.head_seq)
         if not force:
             repair = f"; repair: {verdict.repair}" if verdict.repair else ""
             raise BankError(f"rebuild refused: the log fails verify ({len(report.log_problems)} "
                             f"problem(s); first: {report.log_problems[0]}); `bank verify` lists "
                             f"them, `bank rebuild --force` adopts the log as it is{repair}")
-        return derive_projection(db)
+        return None  # forced: everything derived again from the log as it reads
 
     try:
-        report.head = store.write_transaction(work)
+        report.head = store.rebuild_projection(replayed)
     except ValueError as exc:
         raise BankError(f"the log cannot be read: {exc}") from exc
     return report

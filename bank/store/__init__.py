@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from bank.store.results import AppendResult, EventFilter, PolicyFilter, StreamResult
+from bank.store.results import AppendResult, EventFilter, PolicyFilter, Replay, StreamResult
 
 if TYPE_CHECKING:
     from bank.store.base import EventStore
@@ -45,5 +45,5 @@ def open_store(url: str, *, read_only: bool = False) -> EventStore:
     return SQLiteStore(url, read_only=read_only)
 
 
-__all__ = ["AppendResult", "EventFilter", "EventStore", "PolicyFilter", "StreamResult",
+__all__ = ["AppendResult", "EventFilter", "EventStore", "PolicyFilter", "Replay", "StreamResult",
            "bulk_job", "open_store"]

@@ -33,7 +33,7 @@ from bank.rows import values_to_event, values_to_policy
 from bank.store import reads, replay, writes
 from bank.store import statements as sql
 from bank.store.driver import Db, Row
-from bank.store.results import AppendResult, EventFilter, PolicyFilter, StreamResult
+from bank.store.results import AppendResult, EventFilter, PolicyFilter, Replay, StreamResult
 from bank.tasks import TaskView
 
 T = TypeVar("T")
@@ -452,12 +452,22 @@ class EventStore(ABC):
         with self.transaction() as db:
             yield from replay.stored_policy_rows(db)
 
-    def rebuild_projection(self) -> int:
-        """Throw the projection tables away and derive them again from the whole log, in one
-        write transaction (writers wait meanwhile); return the seq they reflect.
+    def rebuild_projection(self, replayed: Callable[[], Replay | None] | None = None) -> int:
+        """Make the projection tables what the log makes, in one write transaction (writers
+        wait meanwhile); return the seq they reflect. ``replayed`` runs first with the write
+        lock held, so the log cannot move under it: the :class:`Replay` it returns is written
+        (only what differs); without one, every projection is derived again from the log.
 
         Raises:
             OutcomeRuleError: the log breaks the outcome rules (nothing is changed).
             EventValidationError, ValueError: a stored row is not a valid event.
+            Whatever ``replayed`` raises (nothing is changed).
         """
-        return self._write(replay.derive_projection)
+        def work(db: Db) -> int:
+            found = None if replayed is None else replayed()
+            if found is None:
+                return replay.derive_projection(db)
+            return replay.replace_projection(db, found.tasks, found.unmade, found.unstored,
+                                             found.head)
+
+        return self._write(work)

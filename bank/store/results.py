@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bank.events import StoredEvent
+from bank.projection import PolicyKey
+from bank.tasks import TaskView
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,17 @@ class StreamResult:
     skipped: int
     head_seq: int
     head_hash: str
+
+
+@dataclass(frozen=True)
+class Replay:
+    """Projections a replay of the log made, for a rebuild to adopt: every task, the stored
+    policy keys no winner makes, and the seqs of the winners not stored as they should be."""
+
+    tasks: dict[str, TaskView]
+    unmade: Sequence[PolicyKey]
+    unstored: Sequence[int]
+    head: int
 
 
 @dataclass(frozen=True)
