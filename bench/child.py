@@ -1,8 +1,8 @@
 """One measured job, run alone in this process by bench/scale.py: prints one JSON line with
 the job's result, the seconds the job itself took and this process's peak resident memory.
 
-Usage: python bench/child.py JOB ARGS...   (jobs: import, record, verify, rebuild, export,
-lookup, summary, merge)
+Usage: python bench/child.py JOB ARGS...   (jobs: init, import, record, verify, rebuild, export,
+lookup, summary, merge, report)
 """
 
 from __future__ import annotations
@@ -79,6 +79,7 @@ def summary(db: str) -> dict[str, Any]:
 
 
 JOBS = {
+    "init": lambda db: cli("init", "--db", db),
     "import": lambda path, db: cli("import", path, "--db", db),
     "record": record,
     "verify": lambda db: cli("verify", "--db", db),
@@ -87,6 +88,7 @@ JOBS = {
     "lookup": lookup,
     "summary": summary,
     "merge": lambda target, source: cli("merge", source, "--db", target),
+    "report": lambda db, out: cli("report", "--db", db, "--out", out),
 }
 
 

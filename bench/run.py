@@ -1,19 +1,21 @@
 """Every speed figure of docs/performance.md, measured side by side with its baseline.
 
 Usage: python bench/run.py [--sizes 10000,100000,1000000] [--merge 1000000] [--out bench/results.json]
-                        [--only scale,startup,merge,result_file,search,end_to_end]
+                        [--only scale,startup,merge,postgres,result_file,search,end_to_end]
+                        [--pg-size 100000]
 
 For each bank size it generates the workload (bench/workload.py) as an events file, then times:
 plain sqlite3 inserting the same rows (the baseline) against `bank import` of the file and
 `Bank.record` of the same outcomes; the tuner's lookup of 10,000 keys against a plain indexed
-query; verify, rebuild and export of the whole log (events/s and peak memory); one task's
-summary through the API. Then `bank summary`'s start-up against `python -c pass`, a merge of
-two banks of half the largest size against ATTACH + INSERT ... SELECT, the result file's bytes
-during a tune (bench/result_file.py), the search-quality suite (bench/search_quality.py) and
-whole models tuned end to end (bench/end_to_end.py). Results go to bench/results.json and the
-tables in docs/performance.md; ``--only`` measures the sections named and keeps the others'
-last figures (each section records the command and date that measured it). Not a test:
-nothing here asserts.
+query; verify, rebuild and export of the whole log (events/s and peak memory); `bank report`'s
+seconds; one task's summary through the API. Then `bank summary`'s start-up against
+`python -c pass`, a merge of two banks of half the largest size against ATTACH + INSERT ...
+SELECT, import and verify on PostgreSQL beside plain COPY (bench/postgres.py), the result
+file's bytes during a tune (bench/result_file.py), the search-quality suite
+(bench/search_quality.py) and whole models tuned end to end (bench/end_to_end.py). Results go
+to bench/results.json and the tables in docs/performance.md; ``--only`` measures the sections
+named and keeps the others' last figures (each section records the command and date that
+measured it). Not a test: nothing here asserts.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import end_to_end, result_file, search_quality  # noqa: E402
+from bench import end_to_end, postgres, result_file, search_quality  # noqa: E402
 from bench.scale import (  # noqa: E402
     child,
     event_rows,
@@ -76,6 +78,9 @@ def bank_at(size: int, folder: Path) -> dict[str, Any]:
     exported = child("export", str(db), str(folder / f"export-{size}.jsonl"))
     out["export_per_s"] = round(count / exported.seconds)
     out["export_peak_mb"] = round(exported.peak_mb)
+    reported = child("report", str(db), str(folder / f"report-{size}.html"))
+    out["report_s"] = round(reported.seconds, 2)
+    out["report_peak_mb"] = round(reported.peak_mb)
     looked = child("lookup", str(db), str(LOOKUP_KEYS))
     out["lookup_ms"] = round(looked.result["lookup_seconds"] * 1000, 1)
     out["plain_lookup_ms"] = round(plain_lookup(db, "Ascend910B2", looked.result["known"]) * 1000, 1)
@@ -84,7 +89,7 @@ def bank_at(size: int, folder: Path) -> dict[str, Any]:
     out["summary_task"] = summary.result["task"]
     out["_db"] = str(db)
     for name in (f"plain-{size}.db", f"plain-by-task-{size}.db", f"recorded-{size}.db",
-                 f"export-{size}.jsonl"):
+                 f"export-{size}.jsonl", f"report-{size}.html"):
         (folder / name).unlink(missing_ok=True)
     source.unlink()
     return out
@@ -158,6 +163,8 @@ def table(results: dict[str, Any]) -> str:
         ">= 100,000 (< 300)")
     row("export, events/s (peak MB)", lambda s: f"{s['export_per_s']:,} ({s['export_peak_mb']})",
         "(< 300)")
+    row("`bank report`, s (peak MB)", lambda s: f"{s['report_s']} ({s['report_peak_mb']})"
+        if "report_s" in s else "-", "<= 10 at 1M")
     row("import peak MB", lambda s: f"{s['import_peak_mb']}", "< 300")
     row("one task's summary through the API, ms", lambda s: f"{s['summary_ms']}", "< 50")
     out = "\n".join(lines) if sizes else "(bank at scale: not measured yet)"
@@ -171,6 +178,8 @@ def table(results: dict[str, Any]) -> str:
         out += (f"\n\nMerge of two {m['events_each']:,}-event banks: {m['merge_s']} s against ATTACH + "
                 f"INSERT ... SELECT {m['plain_merge_s']} s ({m['merge_s'] / m['plain_merge_s']:.1f}x; "
                 f"target <= 3x), peak {m['merge_peak_mb']} MB.")
+    if "postgres" in results:
+        out += "\n\n" + postgres.table(results["postgres"])
     if "result_file" in results:
         r = results["result_file"]
         per_key, doubling = r["per_key"], r["doubling"]
@@ -198,7 +207,7 @@ def write_doc(results: dict[str, Any]) -> None:
     DOC.write_text(text[:start] + block + text[end:], encoding="utf-8")
 
 
-SECTION_FIELDS = {"scale": "sizes", "startup": "startup", "merge": "merge",
+SECTION_FIELDS = {"scale": "sizes", "startup": "startup", "merge": "merge", "postgres": "postgres",
                   "result_file": "result_file", "search": "search", "end_to_end": "end_to_end"}
 """Each section of a run, and the field of results.json it fills."""
 SECTIONS = tuple(SECTION_FIELDS)
@@ -209,6 +218,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--merge", type=int, default=None, help="merge size (default: the largest)")
+    parser.add_argument("--pg-size", type=int, default=100_000,
+                        help="events in the PostgreSQL section's log")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.json")
     parser.add_argument("--no-doc", action="store_true", help="leave docs/performance.md alone")
     parser.add_argument("--no-search", action="store_true", help="leave out the search-quality suite")
@@ -256,6 +267,10 @@ def main() -> None:
             say("merge ...")
             results["merge"] = merge_at(args.merge or sizes[-1], folder)
             say(json.dumps(results["merge"]))
+        if "postgres" in only:
+            say("postgresql ...")
+            results["postgres"] = postgres.postgres_at(args.pg_size, folder)
+            say(json.dumps(results["postgres"]))
     if "result_file" in only:
         say("result file ...")
         results["result_file"] = result_file.run(ROOT / "fixtures" / "models" / "resnet50.onnx")

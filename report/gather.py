@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from bank.events import GENESIS_HASH, OUTCOME_KINDS, EventKind, StoredEvent
+from bank.canonical import parse_json
+from bank.events import GENESIS_HASH, OUTCOME_KINDS, EventKind
 from bank.tasks import TaskView
 
 if TYPE_CHECKING:
@@ -76,45 +77,55 @@ def gather(bank: Bank, soc_version: str | None = None, trail: int = TRAIL) -> Ba
     chips: dict[str, ChipReport] = {}
 
     def chip(soc: str) -> ChipReport:
-        return chips.setdefault(soc, ChipReport(soc))
+        found = chips.get(soc)
+        if found is None:
+            found = chips[soc] = ChipReport(soc)
+        return found
 
     for task in bank.tasks():
         if soc_version in (None, task.soc_version):
             chip(task.soc_version).tasks.append(task)
     before: dict[tuple[str, str], float] = {}
-    recent: dict[str, deque[Change]] = {}
+    recent: dict[str, deque[tuple[tuple[Any, ...], dict[str, Any]]]] = {}
     head, link = 0, GENESIS_HASH
-    for stored in bank.events():
-        head, link = stored.seq, stored.hash  # the report shows the log up to this link
-        event = stored.event
-        if event.kind not in OUTCOME_KINDS or soc_version not in (None, event.soc_version):
+    outcomes = frozenset(str(kind) for kind in OUTCOME_KINDS)
+    firsts, trail_kinds = frozenset((EventKind.ADD, EventKind.UNSATISFIED)), (EventKind.ADD, EventKind.UPDATE)
+    for row in bank.event_rows():  # stored tuples: a million events need no object each
+        seq, _, kind, soc, repo_key, task_id, _, _, _, _, payload_json, _, link = row
+        head = seq  # the report shows the log up to this link
+        if kind not in outcomes or soc_version not in (None, soc):
             continue
-        payload = event.payload
+        payload = parse_json(payload_json)
         spent = payload.get("measurements")
         if isinstance(spent, int) and not isinstance(spent, bool):
-            counts = chip(event.soc_version).measurements
-            counts[event.task_id] = counts.get(event.task_id, 0) + spent
-        key = (event.soc_version, str(event.repo_key))
-        first = _time(payload.get("performance_before_us"))
-        if key not in before and first is not None and event.kind in (EventKind.ADD, EventKind.UNSATISFIED):
-            before[key] = first
-        if event.kind in (EventKind.ADD, EventKind.UPDATE):
-            recent.setdefault(event.soc_version, deque(maxlen=trail)).append(_change(stored))
+            counts = chip(soc).measurements
+            counts[task_id] = counts.get(task_id, 0) + spent
+        key = (soc, str(repo_key))
+        if kind in firsts and key not in before:
+            first = _time(payload.get("performance_before_us"))
+            if first is not None:
+                before[key] = first
+        if kind in trail_kinds:
+            trail_of = recent.get(soc)
+            if trail_of is None:
+                trail_of = recent[soc] = deque(maxlen=trail)
+            trail_of.append((row, payload))
     for soc, repo_key, op_type, best_us in bank.policy_times(soc_version):
         chip(soc).keys.append(KeyTimes(repo_key, op_type, before.get((soc, repo_key)), _time(best_us)))
     for soc, changes in recent.items():
-        chip(soc).changes = list(reversed(changes))
+        chip(soc).changes = [_change(row, payload) for row, payload in reversed(changes)]
     for each in chips.values():  # an imported task keeps the time it started on its own machine
         each.tasks.sort(key=lambda t: (t.started_at, t.first_seq))
     return BankReport(bank.bank_id, head, link, tuple(chips[s] for s in sorted(chips)))
 
 
-def _change(stored: StoredEvent) -> Change:
-    event = stored.event
-    return Change(stored.seq, event.recorded_at, str(event.kind), str(event.repo_key), event.op_type,
-                  _time(event.payload.get("performance_before_us")),
-                  _time(event.payload.get("performance_after_us")), event.task_id, event.origin,
-                  borrowed_summary(event.payload.get("borrowed_from")))
+def _change(row: tuple[Any, ...], payload: dict[str, Any]) -> Change:
+    """The audit trail's line for an events row (columns in the events table's order)."""
+    seq, _, kind, _, repo_key, task_id, _, op_type, recorded_at, origin, _, _, _ = row
+    return Change(seq, recorded_at, str(kind), str(repo_key), op_type,
+                  _time(payload.get("performance_before_us")),
+                  _time(payload.get("performance_after_us")), task_id, origin,
+                  borrowed_summary(payload.get("borrowed_from")))
 
 
 def borrowed_summary(donors: object) -> str | None:
