@@ -14,9 +14,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from bank.errors import BankError
-from bank.events import content_halves, link_hash
-from bank.rows import values_to_logged
+from bank.events import content_halves, link_hash, readable_row
 
 PARALLEL_FROM = 50_000
 """Logs at least this long are checked in worker processes (fewer: the start-up costs more)."""
@@ -43,10 +41,11 @@ def rows_problems(rows: Iterable[tuple[Any, ...]]) -> Iterator[Problem]:
     """:func:`row_problems` of every readable row; a row that is not an event is left to the
     fold, which reports it as unreadable (and checks nothing else of it, in one process too)."""
     for row in rows:
+        if not readable_row(row):
+            continue
         try:
-            values_to_logged(row)
             yield from row_problems(row)
-        except (BankError, TypeError, ValueError, AttributeError):
+        except (TypeError, ValueError, AttributeError):
             continue
 
 

@@ -228,9 +228,31 @@ class LoggedEvent(Event):
         if not (soc_version and task_id and recorded_at and origin) or \
                 (event.kind in OUTCOME_KINDS and not repo_key):
             raise EventValidationError(f"{kind} event: a required field is empty")
-        if not (payload_json.startswith("{") and payload_json.endswith("}")):
+        if not _object_text(payload_json):
             raise EventValidationError(f"{kind} event: payload must be a JSON object")
         return event
+
+
+_KIND_NAMES = frozenset(str(kind) for kind in EventKind)
+_OUTCOME_NAMES = frozenset(str(kind) for kind in OUTCOME_KINDS)
+
+
+def readable_row(row: tuple[Any, ...]) -> bool:
+    """Whether :meth:`LoggedEvent.from_row` reads an events row (columns in the events
+    table's order) without raising: the same checks, with no event built, for passes that
+    only need to know (the chain workers)."""
+    kind, soc, repo_key, task_id, recorded_at, origin, payload = (
+        row[2], row[3], row[4], row[5], row[8], row[9], row[10])
+    try:
+        return (kind in _KIND_NAMES and bool(soc and task_id and recorded_at and origin)
+                and (kind not in _OUTCOME_NAMES or bool(repo_key)) and _object_text(payload))
+    except (TypeError, AttributeError):  # what from_row meets in a column of the wrong type
+        return False
+
+
+def _object_text(payload_json: str) -> bool:
+    """Whether stored payload text is shaped as a JSON object (decoded only when read)."""
+    return payload_json.startswith("{") and payload_json.endswith("}")
 
 
 def json_string(value: str | None) -> str:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bank.chain import checked_in_workers, row_problems, workers_for
 from bank.errors import BankError, OutcomeRuleError
@@ -16,6 +17,8 @@ from bank.tasks import TaskView
 
 if TYPE_CHECKING:
     from bank.formats.jsonl import Anchor
+
+T = TypeVar("T")
 
 MAX_LISTED = 50  # problems listed per projection; a wholesale mismatch need not print thousands
 
@@ -50,10 +53,13 @@ class VerifyReport:
             self.first_bad_seq = seq
 
 
-def check_log(store: EventStore, report: VerifyReport) -> Projection:
+def check_log(store: EventStore, report: VerifyReport,
+              meanwhile: Callable[[Projection], T]) -> tuple[Projection, T]:
     """Walk the log: positions, ids, hash chain and outcome rules, and the database's own
-    structure check; return the replayed (compact) projection. For a long log the ids, links
-    and structure are checked in worker processes while this one folds it (:mod:`bank.chain`)."""
+    structure check; return the replayed (compact) projection and what ``meanwhile`` made of
+    it. For a long log the ids, links and structure are checked in worker processes while this
+    one folds it (:mod:`bank.chain`) and then runs ``meanwhile`` on the fold, before it waits
+    for them."""
     head = store.head()[0]
     workers = workers_for(store.url, head)
     with ExitStack() as stack:
@@ -62,6 +68,7 @@ def check_log(store: EventStore, report: VerifyReport) -> Projection:
         if in_workers is None:
             check_structure(store.structure_problems(), report)
         projection = _fold_log(store, report, check_links=in_workers is None)
+        made = meanwhile(projection)
         if in_workers is not None:
             problems, structure = in_workers()
             for seq, problem in problems:
@@ -74,7 +81,7 @@ def check_log(store: EventStore, report: VerifyReport) -> Projection:
     elif checkpoint < head:
         report.flag(checkpoint + 1, f"events {checkpoint + 1}..{head} are in the log but the "
                                     "projections never saw them: tunebank did not append them")
-    return projection
+    return projection, made
 
 
 def _fold_log(store: EventStore, report: VerifyReport, check_links: bool) -> Projection:
@@ -247,13 +254,18 @@ def audit(store: EventStore, anchor: Anchor | None = None
     """:func:`verify`, returning with the report the replayed tasks and where the stored
     policies differ from the replay (what a rebuild rewrites)."""
     report = VerifyReport()
+    stored = VerifyReport()  # the projections' differences, listed after the log's problems
+
+    def compare(replayed: Projection) -> PolicyDifferences:
+        compare_tasks(replayed.tasks, {t.task_id: t for t in store.tasks()}, stored)
+        report.policies = len(replayed.winners)
+        return compare_policies(store, replayed.winners, stored)
+
     with store.snapshot(), bulk_job():
-        replayed = check_log(store, report)
+        replayed, differences = check_log(store, report, compare)
         if anchor is not None:
             check_anchor(store, anchor, report)
-        compare_tasks(replayed.tasks, {t.task_id: t for t in store.tasks()}, report)
-        report.policies = len(replayed.winners)
-        differences = compare_policies(store, replayed.winners, report)
+    report.problems.extend(stored.problems)
     for task in replayed.tasks.values():
         if task.finished:
             for problem in task.invariant_problems():

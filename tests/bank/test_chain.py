@@ -6,11 +6,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bank.chain
 import bank.verify
 from bank import Bank
 from bank.chain import checked_in_workers, row_problems, workers_for
+from bank.errors import BankError
+from bank.events import readable_row
+from bank.rows import values_to_logged
 from bank.verify import VerifyReport
 from tests.bank.test_tamper import _bank_with_history, _tampered
 
@@ -87,3 +92,29 @@ def test_no_workers_for_a_short_log_or_a_bank_in_memory() -> None:
     assert workers_for("sqlite:///bank.db", bank.chain.PARALLEL_FROM - 1) == 0
     assert workers_for("sqlite://", 10**7) == 0
     assert workers_for("sqlite:///:memory:", 10**7) == 0
+
+
+_BAD = [None, "", 0, 1, b"x", "bogus", "{x", "x}"]
+
+
+def _column(*good: str) -> st.SearchStrategy[object]:
+    """A column's value: mostly one a reader accepts, else one it may not."""
+    return st.one_of(st.sampled_from(good), st.sampled_from(good), st.sampled_from(_BAD))
+
+
+@settings(max_examples=600, deadline=None)
+@given(kind=_column("add", "hit", "task_started"), soc=_column("Ascend910B2"),
+       repo_key=_column("123"), task_id=_column("t1"), recorded_at=_column("2026-12-05T00:00:00Z"),
+       origin=_column("here"), payload=_column("{}", '{"a":1}'))
+def test_readable_row_agrees_with_reading_the_row(kind: object, soc: object, repo_key: object,
+                                                  task_id: object, recorded_at: object,
+                                                  origin: object, payload: object) -> None:
+    """The workers skip exactly the rows the fold cannot read (and reports as unreadable)."""
+    row = (1, "e" * 32, kind, soc, repo_key, task_id, None, None, recorded_at, origin, payload,
+           "0" * 64, "1" * 64)
+    try:
+        values_to_logged(row)
+        reads = True
+    except (BankError, ValueError, TypeError, AttributeError):
+        reads = False
+    assert readable_row(row) is reads
