@@ -300,6 +300,10 @@ class Projection:
         held = self.winners.get(key)
         if held is None or ref[:2] < held[:2]:
             self.winners[key] = ref
+            self._won(key, stored)
+
+    def _won(self, key: PolicyKey, stored: StoredEvent) -> None:
+        """A hook: ``stored`` has just become the winner of ``key`` in a compact projection."""
 
 
 def replay(events: list[StoredEvent] | Any) -> Projection:

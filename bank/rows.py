@@ -6,13 +6,15 @@ these turn them into the domain's values and back.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 from dataclasses import fields
 from typing import Any
 
 from bank.canonical import canonical_json, parse_json
 from bank.events import Event, LoggedEvent, StoredEvent
-from bank.projection import Policy
+from bank.projection import Policy, digest_of_json
 from bank.store.statements import TASK_COLUMNS
 from bank.tasks import TaskView
 
@@ -59,6 +61,33 @@ def policy_values(policy: Policy) -> tuple[Any, ...]:
             info, canonical_json(policy.knowledge), policy.best_us,
             policy.seq, policy.task_id, policy.event_id, policy.origin, policy.tune_mode,
             policy.backend, policy.cost_model_version)
+
+
+def policy_row_of(stored: StoredEvent, info_digest: str | None = None) -> tuple[Any, ...]:
+    """The policy row an add or update event makes: ``policy_values(policy_of(stored))``
+    built straight from the event, with no :class:`~bank.projection.Policy` in between (for
+    passes over the whole log). ``info_digest``: the digest of its info_dict, if known.
+
+    Raises:
+        KeyError, TypeError, ValueError: the event's payload makes no policy.
+    """
+    event = stored.event
+    p = event.payload
+    info_json = event.info_json
+    if info_digest is None:
+        info_digest = digest_of_json(info_json)
+    return (event.soc_version, event.repo_key, info_digest, event.op_type,
+            info_json, canonical_json(dict(p["knowledge"])),
+            float(p.get("performance_after_us", math.inf)), stored.seq, event.task_id,
+            stored.event_id, event.origin, p.get("tune_mode"), p.get("backend"),
+            p.get("cost_model_version"))
+
+
+def row_fingerprint(row: tuple[Any, ...]) -> bytes:
+    """A 128-bit BLAKE2b digest of a row's values (their ``repr``, which tells apart every
+    value a column holds: text, integers, floats to the last bit, null): equal for equal rows,
+    so a replay can keep a fingerprint of each row it expects instead of the row."""
+    return hashlib.blake2b(repr(row).encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def values_to_policy(row: tuple[Any, ...], info_dict: dict[str, Any] | None = None) -> Policy:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from bank.chain import checked_in_workers, row_problems, workers_for
 from bank.errors import BankError, OutcomeRuleError
 from bank.events import GENESIS_HASH, StoredEvent
-from bank.projection import PolicyKey, PolicyRef, Projection, policy_of
-from bank.rows import policy_values, values_to_logged
+from bank.projection import PolicyKey, Projection
+from bank.rows import policy_row_of, row_fingerprint, values_to_logged
 from bank.store import EventStore, Replay, bulk_job
 from bank.tasks import TaskView
 
@@ -54,7 +54,7 @@ class VerifyReport:
 
 
 def check_log(store: EventStore, report: VerifyReport,
-              meanwhile: Callable[[Projection], T]) -> tuple[Projection, T]:
+              meanwhile: Callable[[ReplayedPolicies], T]) -> tuple[ReplayedPolicies, T]:
     """Walk the log: positions, ids, hash chain and outcome rules, and the database's own
     structure check; return the replayed (compact) projection and what ``meanwhile`` made of
     it. For a long log the ids, links and structure are checked in worker processes while this
@@ -84,10 +84,27 @@ def check_log(store: EventStore, report: VerifyReport,
     return projection, made
 
 
-def _fold_log(store: EventStore, report: VerifyReport, check_links: bool) -> Projection:
+class ReplayedPolicies(Projection):
+    """The compact projection verify folds the log into, which also keeps, for each key's
+    winning event, the fingerprint of the policy row that event makes (:func:`row_fingerprint`),
+    so the stored rows are checked without reading the winning events again."""
+
+    def __init__(self) -> None:
+        super().__init__(compact=True)
+        self.expected: dict[PolicyKey, bytes | None] = {}
+        """Fingerprint of each winner's policy row (``None``: its payload makes no row)."""
+
+    def _won(self, key: PolicyKey, stored: StoredEvent) -> None:
+        try:
+            self.expected[key] = row_fingerprint(policy_row_of(stored, key[2]))
+        except (KeyError, TypeError, ValueError):
+            self.expected[key] = None
+
+
+def _fold_log(store: EventStore, report: VerifyReport, check_links: bool) -> ReplayedPolicies:
     """Fold every row, checking positions and ``prev_hash`` (and, with ``check_links``, each
     row's id and link)."""
-    projection = Projection(compact=True)
+    projection = ReplayedPolicies()
     expected_seq, prev = 1, GENESIS_HASH
     for row in store.iter_event_rows():
         seq = row[0]
@@ -149,23 +166,26 @@ class PolicyDifferences:
     unstored: list[int] = field(default_factory=list)
 
 
-def compare_policies(store: EventStore, winners: dict[PolicyKey, PolicyRef],
+def compare_policies(store: EventStore, replayed: ReplayedPolicies,
                      report: VerifyReport) -> PolicyDifferences:
     """List every difference between the replayed winners and the stored policies: each stored
-    policy must be the one its key's winning event makes, and every winner must be stored.
-    ``winners`` is emptied as it is checked; what differs is returned, for a rebuild to
-    rewrite only that.
+    policy must be the row its key's winning event makes, and every winner must be stored.
+    The replay's ``winners`` are emptied as they are checked; what differs is returned, for a
+    rebuild to rewrite only that.
 
-    The stored policies are streamed with their events, so memory follows the winners' keys."""
+    The stored policies are streamed and held to the fingerprints the fold kept, so memory
+    follows the winners' keys and no event is read twice."""
     found = PolicyDifferences()
     listed = 0
-    unseen = winners  # consumed: a copy would double the largest thing verify holds
-    for row, event in store.iter_stored_policy_rows():
+    unseen = replayed.winners  # consumed: a copy would double the largest thing verify holds
+    expected = replayed.expected
+    for row in store.iter_policy_rows():
         key: PolicyKey = (row[0], row[1], row[2])
         ref = unseen.pop(key, None)
         if ref is None:
             problem = "in the bank but not derived from the log"
-        elif ref[2] != row[7] or not _makes(event, row):
+        elif ref[2] != row[7] or expected.get(key) is None or \
+                expected[key] != row_fingerprint(tuple(row)):
             problem = "stored value differs from the log's"
             found.unstored.append(ref[2])
         else:
@@ -186,17 +206,6 @@ def _list(report: VerifyReport, count: int, problem: str) -> None:
         report.flag(None, problem)
     elif count == MAX_LISTED + 1:
         report.flag(None, "policy: more differences not listed")
-
-
-def _makes(event: StoredEvent | None, row: tuple[Any, ...]) -> bool:
-    """Whether ``event`` makes exactly the stored policy ``row``, column for column (the JSON
-    columns compared as the canonical text the bank writes)."""
-    if event is None:
-        return False
-    try:
-        return policy_values(policy_of(event)) == row
-    except (BankError, ValueError, KeyError, TypeError):
-        return False
 
 
 def _differences(name: str, want: dict[Any, Any], have: dict[Any, Any],
@@ -256,10 +265,10 @@ def audit(store: EventStore, anchor: Anchor | None = None
     report = VerifyReport()
     stored = VerifyReport()  # the projections' differences, listed after the log's problems
 
-    def compare(replayed: Projection) -> PolicyDifferences:
+    def compare(replayed: ReplayedPolicies) -> PolicyDifferences:
         compare_tasks(replayed.tasks, {t.task_id: t for t in store.tasks()}, stored)
         report.policies = len(replayed.winners)
-        return compare_policies(store, replayed.winners, stored)
+        return compare_policies(store, replayed, stored)
 
     with store.snapshot(), bulk_job():
         replayed, differences = check_log(store, report, compare)

@@ -446,9 +446,9 @@ class EventStore(ABC):
                     found[policy.key] = policy
         return found
 
-    def iter_stored_policy_rows(self) -> Iterator[tuple[Row, StoredEvent | None]]:
-        """Every stored policy row with the event its seq names (``None`` if there is none or it
-        cannot be read), streamed in pages, for ``verify`` to compare with a replay."""
+    def iter_policy_rows(self) -> Iterator[Row]:
+        """Every stored policy row (columns in :data:`bank.store.statements.POLICY_COLUMNS`
+        order), streamed in pages of seq, for ``verify`` to compare with a replay."""
         with self.transaction() as db:
             yield from replay.stored_policy_rows(db)
 

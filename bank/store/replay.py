@@ -8,8 +8,8 @@ from typing import Any
 
 from bank.errors import BankError
 from bank.events import StoredEvent
-from bank.projection import PolicyKey, Projection, policy_of
-from bank.rows import policy_values, task_values, values_to_logged
+from bank.projection import PolicyKey, Projection
+from bank.rows import policy_row_of, task_values, values_to_logged
 from bank.store import statements as sql
 from bank.store.driver import Db, Row, chunks
 from bank.store.results import EventFilter
@@ -61,18 +61,16 @@ def events_at(db: Db, seqs: Sequence[int]) -> dict[int, StoredEvent | None]:
     return found
 
 
-def stored_policy_rows(db: Db) -> Iterator[tuple[Row, StoredEvent | None]]:
-    """Every stored policy row with the event its seq names (``None`` if there is none or it
-    cannot be read), in pages of the seq index, for verify to compare with a replay."""
+def stored_policy_rows(db: Db) -> Iterator[Row]:
+    """Every stored policy row, in pages of the seq index, for verify to compare with a
+    replay."""
     page = sql.select_policies("seq > ?") + " ORDER BY seq LIMIT ?"
     after = 0
     while True:
         rows = db.rows(page, (after, PAGE))
         if not rows:
             return
-        events = events_at(db, [row[7] for row in rows])
-        for row in rows:
-            yield row, events.get(row[7])
+        yield from rows
         after = rows[-1][7]
         if len(rows) < PAGE:
             return
@@ -111,7 +109,6 @@ def replace_projection(db: Db, tasks: dict[str, TaskView], unmade: Sequence[Poli
     seqs = sorted(unstored)
     for start in range(0, len(seqs), PAGE):
         events = events_at(db, seqs[start:start + PAGE])
-        db.insert_rows("policy", [policy_values(policy_of(stored))
-                                  for stored in events.values() if stored])
+        db.insert_rows("policy", [policy_row_of(stored) for stored in events.values() if stored])
     set_checkpoint(db, last)
     return last
