@@ -20,7 +20,7 @@ from bank.events import (
     utc_now,
 )
 from bank.location import BankLocation, prepare_for_write, resolve, writable
-from bank.projection import Policy, PolicyKey, Projection, digest_of_json
+from bank.projection import Policy, PolicyKey, Projection
 from bank.rows import values_to_policy
 from bank.store import AppendResult, EventFilter, EventStore, PolicyFilter, StreamResult, open_store
 from bank.tasks import TaskView
@@ -231,10 +231,9 @@ class Bank:
         wanted = {key: info for key, info in operators}
         found = {}
         for row in self.store.policy_rows_for_keys(soc_version, list(wanted)):
-            key, digest, stored_info = row[1], row[2], row[4]
+            key, stored_info = row[1], row[4]
             info = wanted[key]
-            text = canonical_json(info or {})  # equal dicts, equal text: compared undecoded
-            if stored_info == text and digest == digest_of_json(text):
+            if stored_info == canonical_json(info or {}):  # equal dicts, equal text: undecoded
                 found[key] = values_to_policy(row, info_dict=dict(info or {}))
         return found
 

@@ -69,6 +69,22 @@ class Policy:
     info_json: str | None = field(default=None, compare=False, repr=False)
     """``info_dict``'s canonical JSON when it is already known (a cache, not part of the value)."""
 
+    @classmethod
+    def of(cls, soc_version: str, repo_key: str, info_digest: str, op_type: str | None,
+           info_dict: dict[str, Any], knowledge: dict[str, Any], best_us: float, seq: int,
+           task_id: str, event_id: str, origin: str, tune_mode: str | None,
+           backend: str | None, cost_model_version: str | None,
+           info_json: str | None = None) -> Policy:
+        """``Policy(...)`` by position, for reads that build thousands: the same value, without
+        the frozen dataclass's per-field ``__setattr__``."""
+        policy = object.__new__(cls)
+        policy.__dict__.update(
+            soc_version=soc_version, repo_key=repo_key, info_digest=info_digest, op_type=op_type,
+            info_dict=info_dict, knowledge=knowledge, best_us=best_us, seq=seq, task_id=task_id,
+            event_id=event_id, origin=origin, tune_mode=tune_mode, backend=backend,
+            cost_model_version=cost_model_version, info_json=info_json)
+        return policy
+
     @property
     def key(self) -> PolicyKey:
         return (self.soc_version, self.repo_key, self.info_digest)

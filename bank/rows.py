@@ -95,10 +95,9 @@ def values_to_policy(row: tuple[Any, ...], info_dict: dict[str, Any] | None = No
     (``info_dict``: the row's info_dict, already known, so it is not decoded again)."""
     (soc, key, digest, op_type, info, knowledge, best_us, seq, task_id, event_id, origin, mode,
      backend, cost_model_version) = row
-    return Policy(soc, key, digest, op_type, parse_json(info) if info_dict is None else info_dict,
-                  parse_json(knowledge),
-                  float(best_us), seq, task_id, event_id, origin, mode, backend,
-                  cost_model_version, info)
+    return Policy.of(soc, key, digest, op_type, parse_json(info) if info_dict is None else info_dict,
+                     parse_json(knowledge), float(best_us), seq, task_id, event_id, origin, mode,
+                     backend, cost_model_version, info)
 
 
 def task_values(task: TaskView) -> tuple[Any, ...]:
