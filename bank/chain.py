@@ -1,7 +1,8 @@
 """The hash chain's per-event checks, from raw events rows: each event's id and link computed
 again from its stored content. Each link covers its own row and the stored ``prev_hash``, so
-the rows can be checked in any order, and a long log is checked in worker processes, a seq
-range each, while verify folds it (``prev_hash`` against the row before is checked there).
+the rows can be checked in any order: a long log is checked in ranges by worker processes
+while verify folds it (``prev_hash`` against the row before is checked there), and by verify's
+own process too once its fold and comparisons are done.
 """
 
 from __future__ import annotations
@@ -12,12 +13,18 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bank.events import content_halves, link_hash, readable_row
 
+if TYPE_CHECKING:
+    from bank.store import EventStore
+
 PARALLEL_FROM = 50_000
 """Logs at least this long are checked in worker processes (fewer: the start-up costs more)."""
+
+CHUNK = 20_000
+"""Events per range of the chain a process takes at a time."""
 
 Problem = tuple[int, str]
 """A seq and what is wrong with its row."""
@@ -60,15 +67,62 @@ def workers_for(url: str, events: int) -> int:
     return min(cores - 1, 8)
 
 
-def _check_range(url: str, after: int, until: int) -> list[Problem]:
-    """In a worker: the problems of the rows with ``after < seq <= until``."""
-    from bank.store import EventFilter, open_store
+class Chunks:
+    """The seq ranges of the chain still to be checked, handed out one at a time to whichever
+    process asks first: the workers, and verify's own process once its fold is done, so
+    neither waits while the other still has work. A counter in shared memory, inherited by the
+    forked workers."""
 
+    def __init__(self, head: int, size: int | None = None) -> None:
+        self._next = multiprocessing.get_context("fork").Value("q", 0)
+        self.head, self.size = head, size or CHUNK
+
+    def take(self) -> tuple[int, int] | None:
+        """The next range ``(after, until]`` to check, or ``None`` when all are taken."""
+        with self._next.get_lock():
+            after = self._next.value
+            if after >= self.head:
+                return None
+            self._next.value = until = min(after + self.size, self.head)
+        return after, until
+
+
+def check_chunks(store: EventStore, chunks: Chunks) -> list[Problem]:
+    """Check ranges of ``store``'s log taken from ``chunks`` until none are left."""
+    from bank.store import EventFilter
+
+    found: list[Problem] = []
+    while (taken := chunks.take()) is not None:
+        rows = store.iter_event_rows(EventFilter(since_seq=taken[0], until_seq=taken[1]))
+        found.extend(rows_problems(rows))
+    return found
+
+
+_chunks: Chunks | None = None
+"""In a worker: the ranges it takes from (inherited when the pool forks it)."""
+
+
+def _adopt(chunks: Chunks) -> None:
+    global _chunks
+    _chunks = chunks
+
+
+def _check_chunks(url: str) -> list[Problem]:
+    """In a worker: :func:`check_chunks` on its own connection to the bank."""
+    from bank.store import open_store
+
+    assert _chunks is not None
     store = open_store(url, read_only=True)
     try:
-        return list(rows_problems(store.iter_event_rows(EventFilter(since_seq=after, until_seq=until))))
+        return check_chunks(store, _chunks)
     finally:
         store.close()
+
+
+def _structure_then_chunks(url: str) -> tuple[tuple[list[str], str | None], list[Problem]]:
+    """In a worker: the structure check first (one piece of work that cannot be split), then
+    ranges of the chain."""
+    return _structure(url), _check_chunks(url)
 
 
 def _structure(url: str) -> tuple[list[str], str | None]:
@@ -84,22 +138,28 @@ def _structure(url: str) -> tuple[list[str], str | None]:
 
 @contextmanager
 def checked_in_workers(url: str, head: int, workers: int) -> Iterator[Any]:
-    """Start ``workers`` processes checking seqs 1 to ``head`` of the bank at ``url``, and then
-    the database's own structure check; the block runs meanwhile. Yields a function that waits
-    for them and returns the chain's problems, in seq order, and the structure check's result.
+    """Start ``workers`` processes: one runs the database's own structure check, and all check
+    ranges of seqs 1 to ``head`` of the bank at ``url`` (:class:`Chunks`); the block runs
+    meanwhile. Yields a function that, given this process's store, checks ranges with them
+    until none are left, then returns the chain's problems, in seq order, and the structure
+    check's result.
 
     The workers are forked and open their own connections (rows up to ``head`` never change:
     the log is append-only). They exit without running the parent's finalisers, so the
     connections they inherited are not touched."""
-    bounds = [head * n // workers for n in range(workers + 1)]
-    pool = multiprocessing.get_context("fork").Pool(workers)
+    chunks = Chunks(head)
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_adopt, initargs=(chunks,))
     try:
-        pending = pool.starmap_async(_check_range, [(url, bounds[n], bounds[n + 1])
-                                                     for n in range(workers)])
-        structure = pool.apply_async(_structure, (url,))
+        first = pool.apply_async(_structure_then_chunks, (url,))
+        others = [pool.apply_async(_check_chunks, (url,)) for _ in range(workers - 1)]
 
-        def results() -> tuple[list[Problem], tuple[list[str], str | None]]:
-            return [problem for part in pending.get() for problem in part], structure.get()
+        def results(store: EventStore) -> tuple[list[Problem], tuple[list[str], str | None]]:
+            found = check_chunks(store, chunks)
+            structure, theirs = first.get()
+            found += theirs
+            for other in others:
+                found += other.get()
+            return sorted(found, key=lambda problem: problem[0]), structure
 
         yield results
     finally:

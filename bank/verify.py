@@ -70,7 +70,7 @@ def check_log(store: EventStore, report: VerifyReport,
         projection = _fold_log(store, report, check_links=in_workers is None)
         made = meanwhile(projection)
         if in_workers is not None:
-            problems, structure = in_workers()
+            problems, structure = in_workers(store)
             for seq, problem in problems:
                 report.flag(seq, problem)
             check_structure(structure, report)

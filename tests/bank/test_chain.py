@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import bank.chain
 import bank.verify
 from bank import Bank
-from bank.chain import checked_in_workers, row_problems, workers_for
+from bank.chain import Chunks, check_chunks, checked_in_workers, row_problems, workers_for
 from bank.errors import BankError
 from bank.events import readable_row
 from bank.rows import values_to_logged
@@ -56,27 +56,35 @@ def test_a_sound_bank_is_sound_in_workers(tmp_path: Path, monkeypatch: pytest.Mo
     assert report.ok and report.events == 15
 
 
-def test_ranges_cover_every_seq_once(tmp_path: Path) -> None:
+def _seen(found: object) -> list[tuple[int, str]]:
+    """A stand-in for rows_problems: every row it is given comes back as a problem."""
+    return [(row[0], "seen") for row in found]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_ranges_cover_every_seq_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     workers: int) -> None:
     path = tmp_path / "bank.db"
     _bank_with_history(path)
+    monkeypatch.setattr(bank.chain, "CHUNK", 2)  # many ranges for workers and parent to share
+    monkeypatch.setattr(bank.chain, "rows_problems", _seen)  # forked workers see it too
     with Bank.open(str(path)) as opened:
         rows = list(opened.store.iter_event_rows())
-    checked: list[int] = []
-    real = bank.chain.rows_problems
-
-    def counting(found: object) -> list[tuple[int, str]]:
-        items = list(found)  # type: ignore[call-overload]
-        checked.extend(row[0] for row in items)
-        return [(row[0], "seen") for row in items]
-
-    bank.chain.rows_problems = counting  # type: ignore[assignment]  # forked workers see it
-    try:
-        with checked_in_workers(f"sqlite:///{path}", len(rows), 4) as results:
-            seen, structure = results()
-    finally:
-        bank.chain.rows_problems = real
+        with checked_in_workers(f"sqlite:///{path}", len(rows), workers) as results:
+            seen, structure = results(opened.store)
     assert [seq for seq, _ in seen] == [row[0] for row in rows]
     assert structure == ([], None)  # the database's own check ran in a worker too
+
+
+def test_one_process_alone_takes_every_range(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "bank.db"
+    _bank_with_history(path)
+    monkeypatch.setattr(bank.chain, "rows_problems", _seen)
+    with Bank.open(str(path)) as opened:
+        rows = list(opened.store.iter_event_rows())
+        seen = check_chunks(opened.store, Chunks(len(rows), 4))
+    assert [seq for seq, _ in seen] == [row[0] for row in rows]
 
 
 def test_row_problems_names_the_seq(tmp_path: Path) -> None:
