@@ -189,6 +189,15 @@ class StoredEvent:
     prev_hash: str
     hash: str
 
+    @classmethod
+    def of(cls, seq: int, event_id: str, event: Event, prev_hash: str, link: str) -> StoredEvent:
+        """``StoredEvent(...)`` for the passes that read a whole log: the same value, without
+        the frozen dataclass's per-field ``__setattr__``."""
+        stored = object.__new__(cls)
+        stored.__dict__.update(seq=seq, event_id=event_id, event=event, prev_hash=prev_hash,
+                               hash=link)
+        return stored
+
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready view of the stored event, payload decoded."""
         out = self.event.content()

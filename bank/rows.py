@@ -12,6 +12,8 @@ import math
 from dataclasses import fields
 from typing import Any
 
+import orjson
+
 from bank.canonical import canonical_json, parse_json
 from bank.events import Event, LoggedEvent, StoredEvent
 from bank.projection import Policy, digest_of_json
@@ -51,7 +53,7 @@ def values_to_logged(row: tuple[Any, ...]) -> StoredEvent:
      payload, prev_hash, link) = row
     event = LoggedEvent.from_row(kind, soc, task_id, recorded_at, origin, payload, repo_key,
                                  op_name, op_type)
-    return StoredEvent(seq, event_id, event, prev_hash, link)
+    return StoredEvent.of(seq, event_id, event, prev_hash, link)
 
 
 def policy_values(policy: Policy) -> tuple[Any, ...]:
@@ -84,10 +86,18 @@ def policy_row_of(stored: StoredEvent, info_digest: str | None = None) -> tuple[
 
 
 def row_fingerprint(row: tuple[Any, ...]) -> bytes:
-    """A 128-bit BLAKE2b digest of a row's values (their ``repr``, which tells apart every
-    value a column holds: text, integers, floats to the last bit, null): equal for equal rows,
-    so a replay can keep a fingerprint of each row it expects instead of the row."""
-    return hashlib.blake2b(repr(row).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    """A 128-bit digest (SHA-256, cut) of a policy row's values: equal for equal rows, so a
+    replay can keep a fingerprint of each row it expects instead of the row.
+
+    The values are encoded by orjson as a JSON array, which tells text from numbers from null
+    and an integer from a float; ``best_us`` (column 6) goes in as its ``repr``, since JSON
+    has no infinity or NaN. A value orjson refuses (text with a lone surrogate) sends the whole
+    row through ``repr`` instead."""
+    try:
+        data = orjson.dumps((*row[:6], repr(row[6]), *row[7:]))
+    except (orjson.JSONEncodeError, IndexError):
+        data = b"repr:" + repr(row).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).digest()[:16]
 
 
 def values_to_policy(row: tuple[Any, ...], info_dict: dict[str, Any] | None = None) -> Policy:
