@@ -2,7 +2,7 @@
 the job's result, the seconds the job itself took and this process's peak resident memory.
 
 Usage: python bench/child.py JOB ARGS...   (jobs: init, import, record, verify, rebuild, export,
-lookup, summary, merge, report)
+lookup, plain-lookup, summary, merge, report)
 """
 
 from __future__ import annotations
@@ -67,6 +67,15 @@ def lookup(db: str, count: str) -> dict[str, Any]:
             "known": [key for key, _ in wanted]}
 
 
+def plain_lookup(db: str, keys_file: str) -> dict[str, Any]:
+    """The baseline of :func:`lookup`, in a process of its own as the lookup is: a plain
+    indexed query of the keys in ``keys_file`` (a JSON list)."""
+    from bench.scale import plain_lookup as query
+
+    keys = json.loads(Path(keys_file).read_text(encoding="utf-8"))
+    return {"lookup_seconds": query(Path(db), "Ascend910B2", keys)}
+
+
 def summary(db: str) -> dict[str, Any]:
     """One task's repo_summary through the API, the bank opened and closed."""
     from bank import Bank
@@ -87,6 +96,7 @@ JOBS = {
     "rebuild": lambda db: cli("rebuild", "--db", db),
     "export": lambda db, out: cli("export", "--format", "jsonl", "--db", db, "--out", out),
     "lookup": lookup,
+    "plain-lookup": plain_lookup,
     "summary": summary,
     "merge": lambda target, source: cli("merge", source, "--db", target),
     "report": lambda db, out: cli("report", "--db", db, "--out", out),
