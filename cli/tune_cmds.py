@@ -66,6 +66,8 @@ def tune(
     load_tuning_result: Annotated[Path | None, typer.Option(
         "--load-tuning-result", exists=True, dir_okay=False,
         help="A tuning_result.json whose policies are measured and kept instead of searched.")] = None,
+    backend: Annotated[str, typer.Option(
+        "--backend", help="Measurement backend, by name (sim, or a plug-in; see docs/backends.md).")] = "sim",
     noise: Annotated[float, typer.Option(help="Relative measurement noise of the sim backend.")] = 0.0,
     run_loop: Annotated[int, typer.Option("--run-loop", help="Runs per candidate; the median is kept.")] = 1,
     tuning_name: Annotated[str | None, typer.Option("--tuning-name", help="Task name.")] = None,
@@ -91,7 +93,7 @@ def tune(
         tuning_config=tuning_config, tune_ops_file=tune_ops_file,
         load_tuning_result=load_tuning_result, noise=noise, run_loop=run_loop,
         tuning_name=tuning_name, result_format=result_format.value, work_dir=result_folder(),
-        output=output, transfer=transfer, given=_given(ctx, RESUMED))
+        output=output, transfer=transfer, backend=backend, given=_given(ctx, RESUMED))
     reporter = _progress() if progress_bar == OnOff.on and not as_json else None
     try:
         report = run_tune(lambda: open_bank(db, create=True), options, reporter)

@@ -32,14 +32,9 @@ from bank.atomic import write_json_atomic
 from bank.formats.opat import ReportInfo, TaskOutcomes, opat_v1, opat_v2, sgat, tuning_result
 from tuner.annotate import annotated_model
 from tuner.config import TuneSelection, load_selection
-from tuner.costmodel import COST_MODEL_VERSION, CostModel
-from tuner.decisions import (
-    BACKEND,
-    borrowing_trail,
-    decide,
-    failed,
-    known_outcomes,
-)
+from tuner.costmodel import CostModel
+from tuner.decisions import MeasuredBy, borrowing_trail, decide, failed, known_outcomes
+from tuner.measure import BackendError, BackendSettings, KeyWork, MeasurementBackend, open_backend
 from tuner.model import load_model
 from tuner.options import (
     TuneError,
@@ -128,6 +123,8 @@ class _Run:
     options: TuneOptions
     plan: TunePlan
     cost: CostModel
+    """The chip's analytic model: its static fit check, for mapping borrowed policies."""
+    backend: MeasurementBackend
     task_id: str
     tuning_name: str
     stamp: str
@@ -141,6 +138,11 @@ class _Run:
     search (None: transfer is off)."""
     written_keys: int = 0
     written_at: float = 0.0
+
+    @property
+    def by(self) -> MeasuredBy:
+        """What every outcome of this run records as its backend."""
+        return MeasuredBy(self.backend.name, self.backend.version)
 
 
 RESULT_FILE_EVERY_S = 10.0
@@ -168,14 +170,32 @@ def tune(bank_opener: Callable[[], Bank], options: TuneOptions,
     model = load_model(options.model, options.input_shapes)
     plan = plan_subgraphs(model, soc) if options.job_type == "sgat" else plan_tune(model, soc, selection)
     loaded = read_tuning_result(options.load_tuning_result)
+    backend = _backend(options) if not options.reload else None  # a resumed task's is its own
     with bank_opener() as bank:
-        run = _open_task(bank, options, plan, CostModel(soc), model.name, model.sha256, selection)
+        run = _open_task(bank, options, plan, CostModel(soc), backend, model.name, model.sha256,
+                         selection)
         _tune_keys(run, loaded, reporter)
         return _finish(run)
 
 
+def _backend(options: TuneOptions) -> MeasurementBackend:
+    """The backend ``options`` name, made with their noise and run loop, and able to measure
+    their chip.
+
+    Raises:
+        BackendError: no such backend, it failed to start, or it cannot measure the chip.
+    """
+    backend = open_backend(options.backend, BackendSettings(options.noise, options.run_loop))
+    chips = backend.chips()
+    if chips is not None and options.soc_version not in chips:
+        raise BackendError(f"--backend: {backend.name} cannot measure {options.soc_version} "
+                           f"(it measures {', '.join(sorted(chips)) or 'no chip'})")
+    return backend
+
+
 def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel,
-               model_name: str, model_hash: str, selection: TuneSelection) -> _Run:
+               backend: MeasurementBackend | None, model_name: str, model_hash: str,
+               selection: TuneSelection) -> _Run:
     outcomes = TaskOutcomes()
     notices: list[str] = []
     tuning_name = options.tuning_name or f"{model_name}_{options.soc_version}"
@@ -183,17 +203,19 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
         task = _unfinished_task(bank, options.soc_version, model_hash, options.job_type)
         events = bank.task_events(task.task_id)
         options = resumed_options(options, events[0].event.payload)
+        backend = _backend(options)
         outcomes.absorb(events)
         task_id, tuning_name = task.task_id, task.tuning_name or tuning_name
         stamp = _stamp(datetime.fromisoformat(task.started_at.replace("Z", "+00:00")))
     else:
+        assert backend is not None  # made by tune() for a new task
         for task in _unfinished_tasks(bank, options.soc_version, model_hash, options.job_type)[:1]:
             notices.append(f"task {task.task_id} of this model is unfinished; "
                            "--reload would have continued it")
         extra = {"seed": options.seed, "budget": options.budget, "retune": options.retune,
                  "transfer": options.transfer,
-                 "noise": options.noise, "run_loop": options.run_loop, "backend": BACKEND,
-                 "cost_model_version": COST_MODEL_VERSION,
+                 "noise": options.noise, "run_loop": options.run_loop, "backend": backend.name,
+                 "cost_model_version": backend.version,
                  "tool_version": tool_version(), "selected": sorted(selection.op_names)}
         task_id = bank.start_task(options.soc_version, tuning_name=tuning_name,
                                   model_name=model_name, model_hash=model_hash,
@@ -201,7 +223,7 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
                                   search_mode=options.mode, extra=extra)
         stamp = _stamp(datetime.now())
     result_file = options.work_dir / f"aoe_result_{options.job_type}_{stamp}_{os.getpid()}.json"
-    return _Run(bank=bank, options=options, plan=plan, cost=cost, task_id=task_id,
+    return _Run(bank=bank, options=options, plan=plan, cost=cost, backend=backend, task_id=task_id,
                 tuning_name=tuning_name, stamp=stamp, result_file=result_file,
                 outcomes=outcomes, started=time.monotonic(), notices=notices)
 
@@ -232,10 +254,12 @@ def _tune_keys(run: _Run, loaded: dict[str, dict[str, Any]], reporter: Reporter)
         fruitless = run.bank.searched_without_gain(run.options.soc_version, asked)
         reused = [g for g in todo if g.repo_key in known or g.repo_key in fruitless]
         _record(run, [o for g in reused
-                      for o in known_outcomes(g, known.get(g.repo_key), fruitless.get(g.repo_key))])
+                      for o in known_outcomes(run.by, g, known.get(g.repo_key),
+                                              fruitless.get(g.repo_key))])
         todo = [g for g in todo if g not in reused]
     if run.options.transfer and todo and run.options.job_type == "opat":
-        run.donors = Donors.load(run.bank, {g.op_type for g in todo}, exclude_task=run.task_id)
+        run.donors = Donors.load(run.bank, {g.op_type for g in todo}, run.backend.name,
+                                 exclude_task=run.task_id)
     reporter.start(len(todo), len(run.plan.groups) - len(todo))
     for index, group in enumerate(todo, 1):
         reporter.key_started(index, len(todo), group)
@@ -258,9 +282,9 @@ def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
                 loaded: dict[str, dict[str, Any]], reporter: Reporter) -> list[Outcome]:
     options = run.options
     rng = np.random.default_rng([options.seed, int(group.repo_key)])
-    evaluate = Evaluator(lambda c: run.cost.evaluate(group.work, group.space, c),
-                         options.noise, options.run_loop, np.random.default_rng(rng.integers(2**63)),
-                         fits=run.cost.fit_check(group.work, group.space))
+    noise = np.random.default_rng(rng.integers(2**63))
+    key = KeyWork(group.repo_key, run.cost.soc, group.work, group.space)
+    evaluate = Evaluator(lambda c: run.backend.measure(key, c, noise), run.backend.fit_check(key))
     default_us = float(evaluate(np.array([group.space.default]))[0])
     warm = group.space.encode(stored.knowledge) if stored else _loaded_candidate(group, loaded)
     search = make_search(options.mode, options.budget, rng)
@@ -280,10 +304,10 @@ def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
             raise SearchError("no feasible candidate")
     except SearchError as exc:
         run.measurements += evaluate.measurements
-        return failed(group, stored, default_us, evaluate.measurements, str(exc))
+        return failed(run.by, group, stored, default_us, evaluate.measurements, str(exc))
     run.measurements += evaluate.measurements
     trail = borrowing_trail(start.neighbours, search.budget, evaluate.measurements, group.space.size)
-    return decide(group, stored, default_us, found_us, candidate, evaluate.measurements, reason,
+    return decide(run.by, group, stored, default_us, found_us, candidate, evaluate.measurements, reason,
                    trail)
 
 

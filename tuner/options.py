@@ -15,7 +15,7 @@ from tuner.config import ConfigError, read_json
 from tuner.search import make_search
 
 RESUMED = {"mode": "search_mode", "seed": "seed", "budget": "budget", "retune": "retune",
-           "noise": "noise", "run_loop": "run_loop", "transfer": "transfer"}
+           "noise": "noise", "run_loop": "run_loop", "transfer": "transfer", "backend": "backend"}
 """The search settings --reload takes from the unfinished task: option -> task_started field."""
 
 JOB_TYPES = {"operator": "opat", "opat": "opat", "2": "opat",
@@ -64,6 +64,8 @@ class TuneOptions:
     output: Path | None = None
     transfer: bool = True
     """Start a new key's search from the policies of the bank's nearest known keys."""
+    backend: str = "sim"
+    """The measurement backend, by the name it is declared under (tuner/measure.py)."""
     given: frozenset[str] = frozenset()
     """The options the user set (not left at their defaults): with ``reload``, one that differs
     from the unfinished task's setting is an error rather than silently overridden."""

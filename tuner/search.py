@@ -1,8 +1,8 @@
 """Search strategies over a :class:`~tuner.space.SearchSpace`: ga, rl, random and exhaustive.
 
 Each strategy is a small class with an explicit random generator; the :class:`Evaluator`
-measures candidates in batches, remembers what it measured (a candidate is never measured
-twice) and counts measurements against the budget.
+measures candidates in batches through a backend (tuner/measure.py), remembers what it
+measured (a candidate is never measured twice) and counts measurements against the budget.
 """
 
 from __future__ import annotations
@@ -54,26 +54,21 @@ class SearchResult:
 
 
 class Evaluator:
-    """Measures candidates through a latency function, with noise and repeats if asked.
+    """Measures candidates through a backend's latency function, in batches, never the same
+    candidate twice, counting what it measured.
 
     Args:
-        latency: the cost model, one latency per candidate row.
-        noise: relative standard deviation of one run's measurement (0: exact).
-        run_loop: runs per candidate; the median is kept (AOE's RUN_LOOP).
-        rng: the generator the noise is drawn from.
+        latency: one latency per candidate row (a backend's ``measure`` for one key, whose
+            noise and repeats are its own).
         fits: the backend's static check of whether candidates fit the chip, if it has one (a
             compiler rejects such a tiling before it runs). Searches use it only to choose
             what to measure; a candidate that is measured counts whether it fits or not.
     """
 
-    def __init__(self, latency: Callable[[np.ndarray], np.ndarray], noise: float = 0.0,
-                 run_loop: int = 1, rng: np.random.Generator | None = None,
+    def __init__(self, latency: Callable[[np.ndarray], np.ndarray],
                  fits: FitCheck | None = None) -> None:
         self._latency = latency
         self.fits = fits
-        self._noise = noise
-        self._run_loop = max(1, run_loop)
-        self._rng = rng or np.random.default_rng(0)
         self._seen: dict[bytes, float] = {}
         self.measurements = 0
 
@@ -105,11 +100,7 @@ class Evaluator:
         return rows[list(fresh.values())] if fresh else rows[:0]
 
     def _measure(self, batch: np.ndarray) -> np.ndarray:
-        exact = np.asarray(self._latency(batch), dtype=np.float64)
-        if self._noise <= 0:
-            return exact
-        runs = 1.0 + self._noise * self._rng.standard_normal((self._run_loop, len(batch)))
-        return np.median(exact * np.clip(runs, 0.05, None), axis=0)
+        return np.asarray(self._latency(batch), dtype=np.float64)
 
 
 class BaseSearch(ABC):

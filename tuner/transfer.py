@@ -132,12 +132,13 @@ class Donors:
     the attribute penalty), then the exact :func:`distance` for the few whose bound can still
     make the nearest."""
 
-    def __init__(self, policies: Iterable[Policy], exclude_task: str | None = None) -> None:
+    def __init__(self, policies: Iterable[Policy], exclude_task: str | None = None,
+                 backend: str = "sim") -> None:
         import numpy as np
 
         grouped: dict[tuple[Any, ...], list[Policy]] = {}
         for p in policies:
-            if p.backend == "sim" and p.knowledge and p.task_id != exclude_task:
+            if p.backend == backend and p.knowledge and p.task_id != exclude_task:
                 signature = _signature(p.info_dict)
                 if signature is not None:
                     grouped.setdefault(signature, []).append(p)
@@ -145,11 +146,12 @@ class Donors:
         self._size = sum(len(members) for members in grouped.values())
 
     @classmethod
-    def load(cls, bank: Bank, op_types: Iterable[str | None],
+    def load(cls, bank: Bank, op_types: Iterable[str | None], backend: str = "sim",
              exclude_task: str | None = None) -> Donors:
-        """The measured (``sim``) policies of every chip for the families of ``op_types``, but
-        those of ``exclude_task`` (a resumed tune does not borrow from its own first part, so
-        it searches as the uninterrupted tune would have)."""
+        """The policies ``backend`` measured, on every chip, for the families of ``op_types``
+        (times from another backend are not comparable), but those of ``exclude_task`` (a
+        resumed tune does not borrow from its own first part, so it searches as the
+        uninterrupted tune would have)."""
         from bank import PolicyFilter
 
         types = set(op_types)
@@ -157,8 +159,8 @@ class Donors:
         wanted = ({t for t in types if t} | (set(CONV_OPS) if "conv" in families else set())
                   | (set(MATMUL_OPS) if "matmul" in families else set()))
         return cls((p for op_type in sorted(wanted)
-                    for p in bank.policies(PolicyFilter(op_type=op_type, backend="sim"))),
-                   exclude_task)
+                    for p in bank.policies(PolicyFilter(op_type=op_type, backend=backend))),
+                   exclude_task, backend)
 
     def __len__(self) -> int:
         return self._size

@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from tuner.costmodel import CostModel
+from tuner.measure import BackendSettings, KeyWork
 from tuner.search import REPAIRS, STRATEGIES, Evaluator, SearchError, make_search
+from tuner.sim import SimBackend
 from tuner.socs import SOCS
 from tuner.space import SearchSpace, conv_space, matmul_space, vector_space
 from tuner.workload import ConvWork, MatmulWork, VectorWork, Workload
@@ -36,9 +38,9 @@ CASES: list[tuple[str, Workload, SearchSpace]] = [
 
 def run(mode: str, work: Workload, space: SearchSpace, seed: int = 7, budget: int | None = None,
         noise: float = 0.0, run_loop: int = 1) -> tuple[tuple[int, ...], float, int]:
-    cost = CostModel(SPEC)
-    evaluate = Evaluator(lambda c: cost.evaluate(work, space, c), noise, run_loop,
-                         np.random.default_rng(seed + 1))
+    backend, key = SimBackend(BackendSettings(noise, run_loop)), KeyWork("1", SPEC, work, space)
+    draws = np.random.default_rng(seed + 1)
+    evaluate = Evaluator(lambda c: backend.measure(key, c, draws))
     result = make_search(mode, budget, np.random.default_rng(seed)).search(space, evaluate)
     return result.candidate, result.latency_us, result.measurements
 

@@ -1,0 +1,175 @@
+"""Measurement backends as plug-ins: found by name through their entry point, used by a tune,
+and recorded with every outcome."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import textwrap
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from tuner.costmodel import COST_MODEL_VERSION
+from tuner.measure import (
+    ENTRY_POINTS,
+    BackendError,
+    BackendSettings,
+    KeyWork,
+    backend_names,
+    open_backend,
+)
+from tuner.sim import SimBackend
+from tuner.socs import SOCS
+from tuner.space import vector_space
+from tuner.workload import VectorWork
+
+runner = CliRunner()
+MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "squeezenet.onnx")
+
+PLUG_IN = '''
+"""A backend a team might ship: the sim model 1.5 times slower, on one chip only."""
+from tuner.measure import MeasurementBackend
+from tuner.sim import SimBackend
+
+
+class Npu(MeasurementBackend):
+    name = "npu"
+    version = "npu-1"
+
+    def __init__(self, settings):
+        self._sim = SimBackend(settings)
+        self.repeats = settings.run_loop
+
+    def chips(self):
+        return frozenset({"Ascend310"})
+
+    def measure(self, key, candidates, rng):
+        return self._sim.measure(key, candidates, rng) * 1.5
+
+
+def broken(settings):
+    raise RuntimeError("no device found")
+
+
+def not_a_backend(settings):
+    return object()
+'''
+
+
+@pytest.fixture
+def plug_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installed distribution declaring three backends, as pip would leave it."""
+    site = tmp_path / "site"
+    info = site / "team_npu-1.0.dist-info"
+    info.mkdir(parents=True)
+    (site / "team_npu.py").write_text(textwrap.dedent(PLUG_IN), encoding="utf-8")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: team-npu\nVersion: 1.0\n",
+                                   encoding="utf-8")
+    (info / "entry_points.txt").write_text(
+        f"[{ENTRY_POINTS}]\nnpu = team_npu:Npu\nbroken = team_npu:broken\n"
+        "odd = team_npu:not_a_backend\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(site))
+
+
+def test_sim_is_declared_through_the_entry_point_group() -> None:
+    assert "sim" in {point.name for point in entry_points(group=ENTRY_POINTS)}
+    backend = open_backend("sim", BackendSettings(noise=0.1, run_loop=5))
+    assert isinstance(backend, SimBackend)
+    assert (backend.name, backend.version, backend.noise, backend.repeats) == \
+        ("sim", COST_MODEL_VERSION, 0.1, 5)
+
+
+def test_sim_noise_is_the_median_of_its_repeats_and_follows_the_generator() -> None:
+    spec = SOCS["Ascend310"]
+    work = VectorWork(200_000, 400_000, 400_000, 1, 5, 3000, 3)
+    key = KeyWork("1", spec, work, vector_space(work, spec))
+    rows = np.array([key.space.default])
+    exact = SimBackend().measure(key, rows, np.random.default_rng(0))
+    noisy = SimBackend(BackendSettings(noise=0.05, run_loop=9))
+    first = noisy.measure(key, rows, np.random.default_rng(3))
+    assert first[0] != exact[0] and abs(first[0] / exact[0] - 1) < 0.1
+    assert noisy.measure(key, rows, np.random.default_rng(3))[0] == first[0]
+
+
+def test_an_unknown_backend_names_the_installed_ones() -> None:
+    with pytest.raises(BackendError, match=r"--backend: no measurement backend 'tpu' is installed "
+                                           r"\(installed: sim\)"):
+        open_backend("tpu", BackendSettings())
+
+
+def test_a_plug_in_is_found_and_a_failing_one_is_one_error(plug_in: None) -> None:
+    assert backend_names() == ["broken", "npu", "odd", "sim"]
+    assert open_backend("npu", BackendSettings()).version == "npu-1"
+    with pytest.raises(BackendError, match="'broken' could not start: RuntimeError: no device found"):
+        open_backend("broken", BackendSettings())
+    with pytest.raises(BackendError, match="'odd' made a object, not a"):
+        open_backend("odd", BackendSettings())
+
+
+def test_a_tune_measures_with_the_plug_in_and_records_its_name_and_version(
+        plug_in: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = ["tune", MODEL, "--soc-version", "Ascend310", "--budget", "8", "--json"]
+    sim = json.loads(runner.invoke(app, [*args, "--db", "sim.db"]).stdout)
+    result = runner.invoke(app, [*args, "--db", "npu.db", "--backend", "npu"])
+    assert result.exit_code == 0, result.output
+    npu = json.loads(result.stdout)
+    assert npu["model_baseline_ms"] == pytest.approx(sim["model_baseline_ms"] * 1.5)
+    with sqlite3.connect(tmp_path / "npu.db") as conn:
+        rows = conn.execute("SELECT kind, payload FROM events").fetchall()
+        backends = {row[0] for row in conn.execute("SELECT DISTINCT backend FROM policy")}
+    started = next(json.loads(p) for kind, p in rows if kind == "task_started")
+    outcomes = [json.loads(p) for kind, p in rows if kind not in ("task_started", "task_finished")]
+    assert (started["backend"], started["cost_model_version"]) == ("npu", "npu-1")
+    assert outcomes and {(o["backend"], o["cost_model_version"]) for o in outcomes} == {("npu", "npu-1")}
+    assert backends == {"npu"}
+
+
+def test_a_resumed_task_keeps_its_backend(plug_in: None, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = ["tune", MODEL, "--soc-version", "Ascend310", "--db", "b.db", "--budget", "8"]
+    started = runner.invoke(app, ["init", "--db", "b.db"])
+    assert started.exit_code == 0
+    from bank import Bank
+
+    with Bank.open("b.db") as bank:  # a task the npu backend started, then was killed
+        bank.start_task("Ascend310", tuning_name="t", model_name="squeezenet_old",
+                        model_hash=_model_hash(), job_type="opat", search_mode="ga",
+                        extra={"seed": 0, "budget": 8, "retune": False, "transfer": True,
+                               "noise": 0.0, "run_loop": 1, "backend": "npu",
+                               "cost_model_version": "npu-1"})
+    clash = runner.invoke(app, [*args, "--reload", "--backend", "sim"])
+    assert clash.exit_code == 1 and "--backend: sim differs from the unfinished task's npu" in clash.stderr
+    resumed = runner.invoke(app, [*args, "--reload", "--json"])
+    assert resumed.exit_code == 0, resumed.output
+    with sqlite3.connect(tmp_path / "b.db") as conn:
+        kinds = {json.loads(p)["backend"] for p, in conn.execute(
+            "SELECT payload FROM events WHERE kind NOT IN ('task_started', 'task_finished')")}
+    assert kinds == {"npu"}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--backend", "npu", "--soc-version", "Ascend910B2"],
+     "--backend: npu cannot measure Ascend910B2 (it measures Ascend310)"),
+    (["--backend", "broken", "--soc-version", "Ascend310"], "'broken' could not start"),
+    (["--backend", "tpu", "--soc-version", "Ascend310"], "no measurement backend 'tpu'"),
+])
+def test_a_backend_refused_is_one_line_and_writes_nothing(plug_in: None, tmp_path: Path,
+                                                          args: list[str], message: str) -> None:
+    result = runner.invoke(app, ["tune", MODEL, "--db", str(tmp_path / "b.db"), *args])
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert message in result.stderr
+    assert not (tmp_path / "b.db").exists()
+
+
+def _model_hash() -> str:
+    from tuner.model import load_model
+
+    return load_model(Path(MODEL), {}).sha256
