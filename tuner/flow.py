@@ -25,8 +25,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from bank import Bank, Outcome, Policy, TaskView
 from bank.atomic import write_json_atomic
 from bank.formats.opat import ReportInfo, TaskOutcomes, opat_v1, opat_v2, sgat, tuning_result
@@ -34,6 +32,7 @@ from tuner.annotate import annotated_model
 from tuner.config import TuneSelection, load_selection
 from tuner.costmodel import CostModel
 from tuner.decisions import MeasuredBy, borrowing_trail, decide, failed, known_outcomes
+from tuner.keysearch import SearchJob, run_search, search_budget
 from tuner.measure import BackendError, BackendSettings, KeyWork, MeasurementBackend, open_backend
 from tuner.model import load_model
 from tuner.options import (
@@ -45,10 +44,9 @@ from tuner.options import (
     tool_version,
 )
 from tuner.plan import KeyGroup, TunePlan, plan_tune
-from tuner.search import Evaluator, SearchError, make_search
 from tuner.socs import get_soc
 from tuner.subgraphs import plan_subgraphs
-from tuner.transfer import Donors, start_from
+from tuner.transfer import Donors, Neighbour, start_from
 
 
 class Reporter:
@@ -138,6 +136,8 @@ class _Run:
     search (None: transfer is off)."""
     written_keys: int = 0
     written_at: float = 0.0
+    start: dict[str, tuple[Neighbour, ...]] = field(default_factory=dict)
+    """The known keys each searched key's search started from (transfer), by repo_key."""
 
     @property
     def by(self) -> MeasuredBy:
@@ -280,35 +280,33 @@ def _record(run: _Run, outcomes: list[Outcome]) -> None:
 
 def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
                 loaded: dict[str, dict[str, Any]], reporter: Reporter) -> list[Outcome]:
+    job = search_job(run, group, stored, loaded)
+    found = run_search(job, run.backend, lambda g, n, best: reporter.generation(group, g, n, best))
+    run.measurements += found.measurements
+    if found.error is not None or found.candidate is None:
+        return failed(run.by, group, stored, found.default_us, found.measurements,
+                      found.error or "no feasible candidate")
+    neighbours = run.start.get(group.repo_key, ())
+    trail = borrowing_trail(neighbours, found.budget, found.measurements, group.space.size)
+    return decide(run.by, group, stored, found.default_us, found.found_us, found.candidate,
+                  found.measurements, found.reason, trail)
+
+
+def search_job(run: _Run, group: KeyGroup, stored: Policy | None,
+               loaded: dict[str, dict[str, Any]]) -> SearchJob:
+    """The job that searches ``group``'s key: warm-started from its stored policy (a retune),
+    or measuring a loaded policy alone, or starting from the bank's nearest keys' policies."""
     options = run.options
-    rng = np.random.default_rng([options.seed, int(group.repo_key)])
-    noise = np.random.default_rng(rng.integers(2**63))
-    key = KeyWork(group.repo_key, run.cost.soc, group.work, group.space)
-    evaluate = Evaluator(lambda c: run.backend.measure(key, c, noise), run.backend.fit_check(key))
-    default_us = float(evaluate(np.array([group.space.default]))[0])
     warm = group.space.encode(stored.knowledge) if stored else _loaded_candidate(group, loaded)
-    search = make_search(options.mode, options.budget, rng)
     start = start_from(run.donors if stored is None else None,  # a known key warm-starts instead
                        group.info, group.repo_key, options.soc_version, group.space, run.cost,
-                       group.work, search.budget)
-    try:
-        if stored is None and warm is not None:  # --load-tuning-result: measure it, no search
-            found_us, candidate = float(evaluate(np.array([warm]))[0]), warm
-            reason = "loaded"
-        else:
-            result = search.search(group.space, evaluate, warm,
-                                   lambda g, n, best: reporter.generation(group, g, n, best),
-                                   borrowed=start.borrowed, patience=start.patience)
-            found_us, candidate, reason = result.latency_us, result.candidate, None
-        if not np.isfinite(found_us):
-            raise SearchError("no feasible candidate")
-    except SearchError as exc:
-        run.measurements += evaluate.measurements
-        return failed(run.by, group, stored, default_us, evaluate.measurements, str(exc))
-    run.measurements += evaluate.measurements
-    trail = borrowing_trail(start.neighbours, search.budget, evaluate.measurements, group.space.size)
-    return decide(run.by, group, stored, default_us, found_us, candidate, evaluate.measurements, reason,
-                   trail)
+                       group.work, search_budget(options.mode, options.budget))
+    run.start[group.repo_key] = start.neighbours
+    return SearchJob(KeyWork(group.repo_key, run.cost.soc, group.work, group.space),
+                     options.mode, options.budget, options.seed, run.backend.name,
+                     BackendSettings(options.noise, options.run_loop), warm,
+                     measure_only=stored is None and warm is not None,
+                     borrowed=start.borrowed, patience=start.patience)
 
 
 def _loaded_candidate(group: KeyGroup, loaded: dict[str, dict[str, Any]]) -> tuple[int, ...] | None:
