@@ -16,6 +16,7 @@ from cli.common import DbOption, JsonOption, open_bank, print_json, print_table,
 if TYPE_CHECKING:
     from bank import Outcome
     from tuner.flow import Reporter, TuneReport
+    from tuner.options import TuneOptions
     from tuner.plan import KeyGroup
     from tuner.transfer import Neighbour
 
@@ -42,12 +43,21 @@ class ResultFormat(StrEnum):
 @user_errors
 def tune(
     ctx: typer.Context,
-    model: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The ONNX model.")],
-    soc_version: Annotated[str, typer.Option("--soc-version", help="Chip to tune for (see `bank socs`).")],
+    models: Annotated[list[Path], typer.Argument(
+        exists=True, dir_okay=False, metavar="MODEL...",
+        help="The ONNX model; several make a campaign (each key searched once per chip).")],
+    soc_versions: Annotated[list[str], typer.Option(
+        "--soc-version", help="Chip to tune for (see `bank socs`); repeat it for a campaign.")],
     db: DbOption = None,
     job_type: Annotated[str, typer.Option(
         "--job-type", help="subgraph (AOE's 1: fusion and schedule of fusable subgraphs) or "
                            "operator (2: each operator's tiling).")] = "operator",
+    workers: Annotated[int | None, typer.Option(
+        "--workers", min=1, help="Search on a Dask LocalCluster of N processes started here "
+                                 "(needs the cluster extra).")] = None,
+    scheduler: Annotated[str | None, typer.Option(
+        "--scheduler", help="Search on the running Dask cluster at this address "
+                            "(tcp://HOST:PORT; needs the cluster extra).")] = None,
     mode: Annotated[Mode, typer.Option(help="Search mode: ga, rl, random or exhaustive.")] = Mode.ga,
     budget: Annotated[int | None, typer.Option(
         min=1, help="Measurements per operator (default: per mode).")] = None,
@@ -85,15 +95,22 @@ def tune(
     """Tune an ONNX model into the bank: known keys are reused, new ones searched and recorded."""
     from tuner.flow import tune as run_tune
     from tuner.model import parse_input_shapes
-    from tuner.options import RESUMED, TuneOptions, job_type_of
+    from tuner.options import RESUMED, TuneError, TuneOptions, job_type_of
 
+    if workers is not None and scheduler is not None:
+        raise TuneError("--workers and --scheduler: give one (a cluster started here, or a "
+                        "running one)")
     options = TuneOptions(
-        model=model, soc_version=soc_version, job_type=job_type_of(job_type), mode=mode.value,
+        model=models[0], soc_version=soc_versions[0], job_type=job_type_of(job_type), mode=mode.value,
         budget=budget, seed=seed, retune=retune, reload=reload, input_shapes=parse_input_shapes(input_shape),
         tuning_config=tuning_config, tune_ops_file=tune_ops_file,
         load_tuning_result=load_tuning_result, noise=noise, run_loop=run_loop,
         tuning_name=tuning_name, result_format=result_format.value, work_dir=result_folder(),
         output=output, transfer=transfer, backend=backend, given=_given(ctx, RESUMED))
+    if len(models) > 1 or len(soc_versions) > 1 or workers is not None or scheduler is not None:
+        _campaign(options, models, soc_versions, db, workers, scheduler,
+                  progress_bar == OnOff.on and not as_json, as_json)
+        return
     reporter = _progress() if progress_bar == OnOff.on and not as_json else None
     try:
         report = run_tune(lambda: open_bank(db, create=True), options, reporter)
@@ -105,6 +122,39 @@ def tune(
         print_json(report.as_json())
     else:
         _closing_lines(report)
+
+
+def _campaign(options: TuneOptions, models: Sequence[Path], chips: Sequence[str],
+              db: str | None, workers: int | None, scheduler: str | None, show: bool,
+              as_json: bool) -> None:
+    """Several models, several chips, or searches spread over Dask: one campaign."""
+    from tuner.campaign import Progress, check_campaign, run_campaign
+    from tuner.executors import Executor, InProcess, OnDask
+
+    class StderrProgress(Progress):
+        def planned(self, searches: int, tasks: int) -> None:
+            sys.stderr.write(f"campaign: {tasks} task(s), {searches} search(es)\n")
+
+        def searched(self, done: int, searches: int, busy: int) -> None:
+            sys.stderr.write(f"searched {done}/{searches} ({busy} worker(s) busy)\n")
+
+    check_campaign(options, models, chips)  # before a cluster is started for nothing
+    executor: Executor = InProcess() if workers is None and scheduler is None \
+        else OnDask(workers=workers, scheduler=scheduler)
+    try:
+        reports = run_campaign(lambda: open_bank(db, create=True), options, models, chips,
+                               executor, StderrProgress() if show else None)
+    except KeyboardInterrupt:
+        typer.echo("bank: interrupted; what was recorded stays", err=True)
+        raise typer.Exit(130) from None
+    finally:
+        executor.close()
+    if as_json:
+        print_json([report.as_json() for report in reports])
+        return
+    for report in reports:
+        _closing_lines(report)
+        typer.echo("")
 
 
 def _given(ctx: typer.Context, names: Iterable[str]) -> frozenset[str]:

@@ -32,7 +32,7 @@ from tuner.annotate import annotated_model
 from tuner.config import TuneSelection, load_selection
 from tuner.costmodel import CostModel
 from tuner.decisions import MeasuredBy, borrowing_trail, decide, failed, known_outcomes
-from tuner.keysearch import SearchJob, run_search, search_budget
+from tuner.keysearch import KeyResult, SearchJob, run_search, search_budget
 from tuner.measure import BackendError, BackendSettings, KeyWork, MeasurementBackend, open_backend
 from tuner.model import load_model
 from tuner.options import (
@@ -114,7 +114,7 @@ class TuneReport:
 
 
 @dataclass
-class _Run:
+class TaskRun:
     """The state of one tune while it runs."""
 
     bank: Bank
@@ -170,15 +170,15 @@ def tune(bank_opener: Callable[[], Bank], options: TuneOptions,
     model = load_model(options.model, options.input_shapes)
     plan = plan_subgraphs(model, soc) if options.job_type == "sgat" else plan_tune(model, soc, selection)
     loaded = read_tuning_result(options.load_tuning_result)
-    backend = _backend(options) if not options.reload else None  # a resumed task's is its own
+    backend = backend_for(options) if not options.reload else None  # a resumed task's is its own
     with bank_opener() as bank:
-        run = _open_task(bank, options, plan, CostModel(soc), backend, model.name, model.sha256,
+        run = open_task(bank, options, plan, CostModel(soc), backend, model.name, model.sha256,
                          selection)
         _tune_keys(run, loaded, reporter)
-        return _finish(run)
+        return finish(run)
 
 
-def _backend(options: TuneOptions) -> MeasurementBackend:
+def backend_for(options: TuneOptions) -> MeasurementBackend:
     """The backend ``options`` name, made with their noise and run loop, and able to measure
     their chip.
 
@@ -193,9 +193,9 @@ def _backend(options: TuneOptions) -> MeasurementBackend:
     return backend
 
 
-def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel,
+def open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel,
                backend: MeasurementBackend | None, model_name: str, model_hash: str,
-               selection: TuneSelection) -> _Run:
+               selection: TuneSelection) -> TaskRun:
     outcomes = TaskOutcomes()
     notices: list[str] = []
     tuning_name = options.tuning_name or f"{model_name}_{options.soc_version}"
@@ -203,7 +203,7 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
         task = _unfinished_task(bank, options.soc_version, model_hash, options.job_type)
         events = bank.task_events(task.task_id)
         options = resumed_options(options, events[0].event.payload)
-        backend = _backend(options)
+        backend = backend_for(options)
         outcomes.absorb(events)
         task_id, tuning_name = task.task_id, task.tuning_name or tuning_name
         stamp = _stamp(datetime.fromisoformat(task.started_at.replace("Z", "+00:00")))
@@ -223,7 +223,7 @@ def _open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel
                                   search_mode=options.mode, extra=extra)
         stamp = _stamp(datetime.now())
     result_file = options.work_dir / f"aoe_result_{options.job_type}_{stamp}_{os.getpid()}.json"
-    return _Run(bank=bank, options=options, plan=plan, cost=cost, backend=backend, task_id=task_id,
+    return TaskRun(bank=bank, options=options, plan=plan, cost=cost, backend=backend, task_id=task_id,
                 tuning_name=tuning_name, stamp=stamp, result_file=result_file,
                 outcomes=outcomes, started=time.monotonic(), notices=notices)
 
@@ -246,17 +246,25 @@ def _unfinished_tasks(bank: Bank, soc_version: str, model_hash: str, job_type: s
             and task.model_hash == model_hash and (task.job_type or "opat") == job_type]
 
 
-def _tune_keys(run: _Run, loaded: dict[str, dict[str, Any]], reporter: Reporter) -> None:
+def reuse_known(run: TaskRun) -> tuple[list[KeyGroup], dict[str, Policy]]:
+    """Record the outcomes of the task's keys the bank already answers (a known policy, or a
+    search that found no gain), unless it retunes; return the keys left to search (not yet
+    recorded) and the stored policies of the known ones."""
     todo = [g for g in run.plan.groups if g.repo_key not in run.outcomes.keys]
     known = run.bank.lookup(run.options.soc_version, [(g.repo_key, g.info) for g in todo])
     if not run.options.retune:
         asked = [(g.repo_key, g.info) for g in todo if g.repo_key not in known]
         fruitless = run.bank.searched_without_gain(run.options.soc_version, asked)
         reused = [g for g in todo if g.repo_key in known or g.repo_key in fruitless]
-        _record(run, [o for g in reused
-                      for o in known_outcomes(run.by, g, known.get(g.repo_key),
-                                              fruitless.get(g.repo_key))])
+        record(run, [o for g in reused
+                     for o in known_outcomes(run.by, g, known.get(g.repo_key),
+                                             fruitless.get(g.repo_key))])
         todo = [g for g in todo if g not in reused]
+    return todo, known
+
+
+def _tune_keys(run: TaskRun, loaded: dict[str, dict[str, Any]], reporter: Reporter) -> None:
+    todo, known = reuse_known(run)
     if run.options.transfer and todo and run.options.job_type == "opat":
         run.donors = Donors.load(run.bank, {g.op_type for g in todo}, run.backend.name,
                                  exclude_task=run.task_id)
@@ -264,11 +272,11 @@ def _tune_keys(run: _Run, loaded: dict[str, dict[str, Any]], reporter: Reporter)
     for index, group in enumerate(todo, 1):
         reporter.key_started(index, len(todo), group)
         outcomes = _search_key(run, group, known.get(group.repo_key), loaded, reporter)
-        _record(run, outcomes)
+        record(run, outcomes)
         reporter.key_done(index, len(todo), group, outcomes[-1])
 
 
-def _record(run: _Run, outcomes: list[Outcome]) -> None:
+def record(run: TaskRun, outcomes: list[Outcome]) -> None:
     if not outcomes:
         return
     result = run.bank.record(run.task_id, outcomes)
@@ -278,10 +286,16 @@ def _record(run: _Run, outcomes: list[Outcome]) -> None:
         _write_result_file(run, "incomplete", None)
 
 
-def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
+def _search_key(run: TaskRun, group: KeyGroup, stored: Policy | None,
                 loaded: dict[str, dict[str, Any]], reporter: Reporter) -> list[Outcome]:
     job = search_job(run, group, stored, loaded)
     found = run_search(job, run.backend, lambda g, n, best: reporter.generation(group, g, n, best))
+    return outcomes_of(run, group, stored, found)
+
+
+def outcomes_of(run: TaskRun, group: KeyGroup, stored: Policy | None,
+                found: KeyResult) -> list[Outcome]:
+    """What ``run`` records for its search of ``group``'s key (its measurements counted)."""
     run.measurements += found.measurements
     if found.error is not None or found.candidate is None:
         return failed(run.by, group, stored, found.default_us, found.measurements,
@@ -292,7 +306,7 @@ def _search_key(run: _Run, group: KeyGroup, stored: Policy | None,
                   found.measurements, found.reason, trail)
 
 
-def search_job(run: _Run, group: KeyGroup, stored: Policy | None,
+def search_job(run: TaskRun, group: KeyGroup, stored: Policy | None,
                loaded: dict[str, dict[str, Any]]) -> SearchJob:
     """The job that searches ``group``'s key: warm-started from its stored policy (a retune),
     or measuring a loaded policy alone, or starting from the bank's nearest keys' policies."""
@@ -316,7 +330,7 @@ def _loaded_candidate(group: KeyGroup, loaded: dict[str, dict[str, Any]]) -> tup
     return None
 
 
-def _write_result_file(run: _Run, status: str, tuning_time: float | None) -> None:
+def _write_result_file(run: TaskRun, status: str, tuning_time: float | None) -> None:
     """Rewrite the result file: compact while the run goes on, indented once it ends."""
     task = run.bank.task(run.task_id, exact=True)
     info = ReportInfo(run.tuning_name, status, tuning_time, task.repo_summary())
@@ -330,7 +344,7 @@ def _write_result_file(run: _Run, status: str, tuning_time: float | None) -> Non
     run.written_keys, run.written_at = len(run.outcomes.keys), time.monotonic()
 
 
-def _finish(run: _Run) -> TuneReport:
+def finish(run: TaskRun) -> TuneReport:
     failed = run.outcomes.failed_operators
     status = "failed" if failed else "successful"
     elapsed = time.monotonic() - run.started
@@ -357,7 +371,7 @@ def _finish(run: _Run) -> TuneReport:
         resumed=run.options.reload, job_type=run.options.job_type, notices=run.notices)
 
 
-def _write_output(run: _Run, knowledge: dict[str, dict[str, Any]],
+def _write_output(run: TaskRun, knowledge: dict[str, dict[str, Any]],
                   names: dict[str, list[str]]) -> Path | None:
     if run.options.output is None:
         return None

@@ -1,0 +1,113 @@
+"""Where a campaign's searches run: in this process (the default), or on a Dask cluster.
+
+An executor takes the campaign's :class:`~tuner.keysearch.SearchJob` list and yields their
+results in batches, as they complete, each result with its job's index. Only the process that
+reads them writes to the bank, so a bank on SQLite serves a cluster as well as a shared
+PostgreSQL one. Dask is an existing engine: tunebank schedules nothing itself. A job's result
+depends on the job alone (its generators come from the seed and the key), so the order in
+which jobs complete, and where, changes nothing recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
+
+from tuner.keysearch import KeyResult, SearchJob, run_search
+from tuner.options import TuneError
+
+Batch = list[tuple[int, KeyResult]]
+"""Results that completed together, each with the index of its job."""
+
+CLUSTER_EXTRA = "pip install -e '.[cluster]'"
+"""How to install what --workers and --scheduler need."""
+
+
+class Executor(Protocol):
+    """Runs search jobs and yields their results as they complete."""
+
+    def run(self, jobs: Sequence[SearchJob]) -> Iterator[Batch]:
+        """Every job's result, once, in batches as they complete."""
+        ...
+
+    def busy(self) -> int:
+        """How many workers are running a job now."""
+        ...
+
+    def close(self) -> None:
+        """Release what the executor started."""
+        ...
+
+
+class InProcess:
+    """Runs each job in this process, one after the other, in order."""
+
+    def run(self, jobs: Sequence[SearchJob]) -> Iterator[Batch]:
+        for index, job in enumerate(jobs):
+            yield [(index, run_search(job))]
+
+    def busy(self) -> int:
+        return 1
+
+    def close(self) -> None:
+        pass
+
+
+class OnDask:
+    """Runs each job as one Dask task, on a LocalCluster of ``workers`` processes started
+    here, or on the running cluster at ``scheduler``.
+
+    A task lost with its worker is run again elsewhere by Dask; its result is the same, and it
+    is recorded once, when it first arrives.
+
+    Raises:
+        TuneError: dask or distributed is not installed, or the cluster cannot be reached.
+    """
+
+    def __init__(self, *, workers: int | None = None, scheduler: str | None = None) -> None:
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            flag = "--workers" if workers is not None else "--scheduler"
+            raise TuneError(f"{flag}: needs dask and distributed ({CLUSTER_EXTRA})") from None
+        self._cluster: Any = None
+        try:
+            if scheduler is not None:
+                self.client: Any = Client(scheduler, timeout="10s")
+            else:
+                self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
+                                             processes=True, dashboard_address=None,
+                                             silence_logs=40)
+                self.client = Client(self._cluster)
+        except (OSError, TimeoutError) as exc:
+            self.close()
+            raise TuneError(f"--scheduler: cannot reach the Dask scheduler at {scheduler} "
+                            f"({exc})") from None
+
+    def run(self, jobs: Sequence[SearchJob]) -> Iterator[Batch]:
+        from distributed import as_completed
+
+        index = {}
+        futures = []
+        for n, job in enumerate(jobs):
+            future = self.client.submit(run_search, job, pure=False,
+                                        key=f"search-{job.key.soc.soc_version}-{job.key.repo_key}-{n}")
+            index[future.key] = n
+            futures.append(future)
+        try:
+            for batch in as_completed(futures, with_results=True).batches():
+                yield [(index[future.key], result) for future, result in batch]
+        finally:
+            for future in futures:
+                future.release()
+
+    def busy(self) -> int:
+        processing = self.client.processing()
+        return sum(1 for tasks in processing.values() if tasks)
+
+    def close(self) -> None:
+        client = getattr(self, "client", None)
+        if client is not None:
+            client.close()
+        if self._cluster is not None:
+            self._cluster.close()
