@@ -44,7 +44,7 @@ class ResultFormat(StrEnum):
 def tune(
     ctx: typer.Context,
     models: Annotated[list[Path], typer.Argument(
-        exists=True, dir_okay=False, metavar="MODEL...",
+        exists=True, dir_okay=False, metavar="MODEL",
         help="The ONNX model; several make a campaign (each key searched once per chip).")],
     soc_versions: Annotated[list[str], typer.Option(
         "--soc-version", help="Chip to tune for (see `bank socs`); repeat it for a campaign.")],
@@ -80,6 +80,9 @@ def tune(
         "--backend", help="Measurement backend, by name (sim, or a plug-in; see docs/backends.md).")] = "sim",
     noise: Annotated[float, typer.Option(help="Relative measurement noise of the sim backend.")] = 0.0,
     run_loop: Annotated[int, typer.Option("--run-loop", help="Runs per candidate; the median is kept.")] = 1,
+    sim_delay_ms: Annotated[float, typer.Option(
+        "--sim-delay-ms", help="sim backend: wall time of each run of a candidate, as a device's "
+                               "(times recorded do not change).")] = 0.0,
     tuning_name: Annotated[str | None, typer.Option("--tuning-name", help="Task name.")] = None,
     result_format: Annotated[ResultFormat, typer.Option(
         "--result-format", help="OPAT result file format: v2 (newer) or v1 (older).")] = ResultFormat.v2,
@@ -92,7 +95,10 @@ def tune(
     progress_bar: Annotated[OnOff, typer.Option("--progress-bar", help="Progress on stderr.")] = OnOff.on,
     as_json: JsonOption = False,
 ) -> None:
-    """Tune an ONNX model into the bank: known keys are reused, new ones searched and recorded."""
+    """Tune ONNX models into the bank: known keys are reused, new ones searched and recorded.
+
+    Several models or several --soc-version make a campaign: a task per model and chip, each
+    key searched once per chip; --workers or --scheduler spread the searches over Dask."""
     from tuner.flow import tune as run_tune
     from tuner.model import parse_input_shapes
     from tuner.options import RESUMED, TuneError, TuneOptions, job_type_of
@@ -106,7 +112,8 @@ def tune(
         tuning_config=tuning_config, tune_ops_file=tune_ops_file,
         load_tuning_result=load_tuning_result, noise=noise, run_loop=run_loop,
         tuning_name=tuning_name, result_format=result_format.value, work_dir=result_folder(),
-        output=output, transfer=transfer, backend=backend, given=_given(ctx, RESUMED))
+        output=output, transfer=transfer, backend=backend, sim_delay_s=sim_delay_ms / 1000,
+        given=_given(ctx, RESUMED))
     if len(models) > 1 or len(soc_versions) > 1 or workers is not None or scheduler is not None:
         _campaign(options, models, soc_versions, db, workers, scheduler,
                   progress_bar == OnOff.on and not as_json, as_json)
@@ -128,27 +135,21 @@ def _campaign(options: TuneOptions, models: Sequence[Path], chips: Sequence[str]
               db: str | None, workers: int | None, scheduler: str | None, show: bool,
               as_json: bool) -> None:
     """Several models, several chips, or searches spread over Dask: one campaign."""
-    from tuner.campaign import Progress, check_campaign, run_campaign
-    from tuner.executors import Executor, InProcess, OnDask
-
-    class StderrProgress(Progress):
-        def planned(self, searches: int, tasks: int) -> None:
-            sys.stderr.write(f"campaign: {tasks} task(s), {searches} search(es)\n")
-
-        def searched(self, done: int, searches: int, busy: int) -> None:
-            sys.stderr.write(f"searched {done}/{searches} ({busy} worker(s) busy)\n")
+    from tuner.campaign import check_campaign, run_campaign
+    from tuner.executors import OnDask
 
     check_campaign(options, models, chips)  # before a cluster is started for nothing
-    executor: Executor = InProcess() if workers is None and scheduler is None \
+    executor = None if workers is None and scheduler is None \
         else OnDask(workers=workers, scheduler=scheduler)
     try:
         reports = run_campaign(lambda: open_bank(db, create=True), options, models, chips,
-                               executor, StderrProgress() if show else None)
+                               executor, _progress() if show else None)
     except KeyboardInterrupt:
         typer.echo("bank: interrupted; what was recorded stays", err=True)
         raise typer.Exit(130) from None
     finally:
-        executor.close()
+        if executor is not None:
+            executor.close()
     if as_json:
         print_json([report.as_json() for report in reports])
         return
@@ -193,6 +194,9 @@ def _progress() -> Reporter:
             before, after = outcome.performance_before_us, outcome.performance_after_us
             times = f" {before:.3f} -> {after:.3f} us" if before and after else ""
             sys.stderr.write(f"    {outcome.kind}{times}\n")
+
+        def searched(self, done: int, total: int, busy: int) -> None:
+            sys.stderr.write(f"searched {done}/{total} ({busy} worker(s) busy)\n")
 
     return StderrProgress()
 

@@ -1,70 +1,36 @@
-"""A campaign: several models tuned for several chips in one run, every key searched once per
-chip, the searches spread over an executor (tuner/executors.py: this process, or Dask).
+"""A campaign: several models tuned for several chips in one run, the searches spread over an
+executor (tuner/executors.py: this process, or a Dask cluster).
 
-The plan is made once, before anything is measured:
+Every model is read and planned, and every chip and the backend checked, before the bank is
+opened. Then each (chip, model) pair, chips in the order given and models in that order
+within a chip, is one task, tuned as ``bank tune`` would tune that model after the ones
+before it: the keys the bank knows by then (those an earlier model of the campaign searched
+included) are reused, not measured, and the others are searched, starting from the bank's
+nearest known keys as it holds them then. So a key shared by several models is searched once
+per chip, each model keeps its own task, repo_summary and result files (in a folder of their
+own, named after the model's file and the chip), and the campaign's bank is the bank those
+tunes, run one after the other, make.
 
-- each (chip, model) pair, chips in the order given and models in the order given within a
-  chip, gets its own task, as a tune of that model would, and its own folder for its result
-  files (MODEL_CHIP under the work folder);
-- the keys the bank already knows are recorded at once, as a tune records them;
-- every other key is searched once per chip: the first model that has it (in that order)
-  records the search's outcome; each later model records what a tune run after it would
-  (:func:`tuner.decisions.after_another`), without measuring again.
-
-Every search starts from the bank as it was when the campaign started (its stored policies
-and, for transfer, its nearest keys), and its generators come from the seed and the key, so
-the same campaign records the same outcomes whether its searches run here one by one or on
-eight workers, in whatever order they complete. Only this process writes to the bank, one
-batch per task as results arrive.
+Within a task the searches are independent jobs (tuner/keysearch.py): each depends on its job
+alone, so they give the same outcomes in this process one by one or on eight workers, in
+whatever order they complete. Only this process writes to the bank.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from bank import Bank, Outcome, Policy
+from bank import Bank
 from tuner.config import load_selection
 from tuner.costmodel import CostModel
-from tuner.decisions import after_another
 from tuner.executors import Executor
-from tuner.flow import (
-    TaskRun,
-    TuneReport,
-    backend_for,
-    finish,
-    open_task,
-    outcomes_of,
-    record,
-    reuse_known,
-    search_job,
-)
-from tuner.keysearch import KeyResult, SearchJob
+from tuner.flow import Reporter, TuneReport, backend_for, finish, open_task, tune_keys
 from tuner.model import load_model
 from tuner.options import TuneError, TuneOptions, check_options
-from tuner.plan import KeyGroup, plan_tune
+from tuner.plan import plan_tune
 from tuner.socs import get_soc
-from tuner.transfer import Donors
-
-
-@dataclass(frozen=True)
-class _Holder:
-    """A task that has a searched key, with that key's group in its model."""
-
-    run: TaskRun
-    group: KeyGroup
-    stored: Policy | None
-
-
-class Progress:
-    """A campaign's progress hooks; the default reports nothing."""
-
-    def planned(self, searches: int, tasks: int) -> None:
-        """``searches`` (chip, key) searches will run for ``tasks`` tasks."""
-
-    def searched(self, done: int, searches: int, busy: int) -> None:
-        """``done`` of ``searches`` are recorded; ``busy`` workers are searching."""
 
 
 def check_campaign(options: TuneOptions, models: Sequence[Path], chips: Sequence[str]) -> None:
@@ -90,79 +56,38 @@ def check_campaign(options: TuneOptions, models: Sequence[Path], chips: Sequence
 
 
 def run_campaign(bank_opener: Callable[[], Bank], options: TuneOptions, models: Sequence[Path],
-                 chips: Sequence[str], executor: Executor,
-                 progress: Progress | None = None) -> list[TuneReport]:
-    """Tune every model in ``models`` for every chip in ``chips`` into the bank.
+                 chips: Sequence[str], executor: Executor | None = None,
+                 reporter: Reporter | None = None) -> list[TuneReport]:
+    """Tune every model in ``models`` for every chip in ``chips`` into the bank; return each
+    task's report, in campaign order.
+
+    Args:
+        executor: where the searches run (``None``: in this process, one by one).
 
     Raises:
         BankError: a bad option, model, config, chip or backend (nothing is written), or a
             store error.
     """
-    progress = progress or Progress()
+    reporter = reporter or Reporter()
     check_campaign(options, models, chips)
     selection = load_selection(options.tuning_config, options.tune_ops_file)
     loaded = [load_model(path, options.input_shapes) for path in models]
-    pairs = []
+    tasks = []
     for chip in chips:
         soc = get_soc(chip)
         chip_options = replace(options, soc_version=chip)
         check_options(chip_options)
         backend = backend_for(chip_options)
         for path, model in zip(models, loaded, strict=True):
-            folder = options.work_dir / f"{model.name}_{chip}"  # a task's files apart
-            pairs.append((replace(chip_options, model=path, work_dir=folder),
+            folder = options.work_dir / f"{path.stem}_{chip}"
+            tasks.append((replace(chip_options, model=path, work_dir=folder),
                           plan_tune(model, soc, selection), CostModel(soc), backend, model))
+    reports = []
     with bank_opener() as bank:
-        for opts, *_ in pairs:
-            opts.work_dir.mkdir(parents=True, exist_ok=True)
-        runs = [open_task(bank, opts, plan, cost, backend, model.name, model.sha256, selection)
-                for opts, plan, cost, backend, model in pairs]
-        jobs, holders = _plan_searches(bank, runs, options)
-        progress.planned(len(jobs), len(runs))
-        done = 0
-        for batch in executor.run(jobs):
-            _record_batch(batch, holders)
-            done += len(batch)
-            progress.searched(done, len(jobs), executor.busy())
-        return [finish(run) for run in runs]
-
-
-def _plan_searches(bank: Bank, runs: Sequence[TaskRun], options: TuneOptions
-                   ) -> tuple[list[SearchJob], list[list[_Holder]]]:
-    """Record every task's known keys, and list the searches left: one job per (chip, key),
-    with every task that has that key, the first one first."""
-    donors = None
-    if options.transfer:
-        op_types = {g.op_type for run in runs for g in run.plan.groups}
-        donors = Donors.load(bank, op_types, runs[0].backend.name) if runs else None
-    jobs: list[SearchJob] = []
-    holders: list[list[_Holder]] = []
-    index: dict[tuple[str, str], int] = {}
-    for run in runs:  # every lookup reads the bank before the campaign records an outcome
-        run.donors = donors
-    plans = [(run, *reuse_known(run)) for run in runs]
-    for run, todo, known in plans:
-        for group in todo:
-            where = (run.options.soc_version, group.repo_key)
-            stored = known.get(group.repo_key)
-            if where in index and holders[index[where]][0].group.info == group.info:
-                holders[index[where]].append(_Holder(run, group, stored))
-                continue
-            index.setdefault(where, len(jobs))
-            jobs.append(search_job(run, group, stored, {}))
-            holders.append([_Holder(run, group, stored)])
-    return jobs, holders
-
-
-def _record_batch(batch: list[tuple[int, KeyResult]], holders: list[list[_Holder]]) -> None:
-    """Record a batch of results: one ``record`` per task, its outcomes in job order."""
-    per_task: dict[str, tuple[TaskRun, list[Outcome]]] = {}
-    for index, result in sorted(batch, key=lambda item: item[0]):
-        first, *later = holders[index]
-        outcomes = outcomes_of(first.run, first.group, first.stored, result)
-        per_task.setdefault(first.run.task_id, (first.run, []))[1].extend(outcomes)
-        for holder in later:
-            reused = after_another(holder.run.by, holder.group, outcomes)
-            per_task.setdefault(holder.run.task_id, (holder.run, []))[1].extend(reused)
-    for run, outcomes in per_task.values():
-        record(run, outcomes)
+        for task_options, plan, cost, backend, model in tasks:
+            task_options.work_dir.mkdir(parents=True, exist_ok=True)
+            run = open_task(bank, task_options, plan, cost, backend, model.name, model.sha256,
+                            selection)
+            tune_keys(run, {}, reporter, executor)
+            reports.append(finish(run))
+    return reports

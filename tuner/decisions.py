@@ -94,23 +94,6 @@ def failed(by: MeasuredBy, group: KeyGroup, stored: Policy | None, default_us: f
     return [outcome(by, EventKind.UNSATISFIED, group, performance_before_us=default,
                      performance_after_us=default, reason="failed", extra=extra)]
 
-def after_another(by: MeasuredBy, group: KeyGroup, first: Sequence[Outcome]) -> list[Outcome]:
-    """What a model records for a key a campaign searched for another model before it (whose
-    outcomes were ``first``): what a tune run after that model would record, without measuring
-    again. A policy the search made or kept is known (``hit``, ``reserved``); a key it found
-    no gain for is known to gain nothing (``unsatisfied``, ``no_gain``); a search that failed
-    failed for this model too."""
-    last = first[-1]
-    extra = payload(by, group, 0, searched_for=first[0].op_name)
-    if last.kind in (EventKind.ADD, EventKind.UPDATE, EventKind.RESERVED):
-        time = last.performance_after_us
-        return [outcome(by, EventKind.HIT, group, performance_before_us=time, extra=extra),
-                outcome(by, EventKind.RESERVED, group, performance_before_us=time,
-                        performance_after_us=time, reason="known", extra=extra)]
-    return [outcome(by, EventKind.UNSATISFIED, group, performance_before_us=last.performance_before_us,
-                    performance_after_us=last.performance_after_us, reason=last.reason,
-                    extra={**extra, **({"error": last.extra["error"]} if "error" in last.extra else {})})]
-
 def finite(value: float) -> float | None:
     """A time the log can hold: ``None`` for an infeasible (infinite) one."""
     return value if np.isfinite(value) else None

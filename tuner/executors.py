@@ -21,6 +21,8 @@ Batch = list[tuple[int, KeyResult]]
 
 CLUSTER_EXTRA = "pip install -e '.[cluster]'"
 """How to install what --workers and --scheduler need."""
+CONNECT_TIMEOUT_S = 10
+"""How long reaching a running scheduler may take before it is an error."""
 
 
 class Executor(Protocol):
@@ -73,7 +75,7 @@ class OnDask:
         self._cluster: Any = None
         try:
             if scheduler is not None:
-                self.client: Any = Client(scheduler, timeout="10s")
+                self.client: Any = Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
             else:
                 self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
                                              processes=True, dashboard_address=None,

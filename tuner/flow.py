@@ -32,6 +32,7 @@ from tuner.annotate import annotated_model
 from tuner.config import TuneSelection, load_selection
 from tuner.costmodel import CostModel
 from tuner.decisions import MeasuredBy, borrowing_trail, decide, failed, known_outcomes
+from tuner.executors import Executor
 from tuner.keysearch import KeyResult, SearchJob, run_search, search_budget
 from tuner.measure import BackendError, BackendSettings, KeyWork, MeasurementBackend, open_backend
 from tuner.model import load_model
@@ -63,6 +64,9 @@ class Reporter:
 
     def key_done(self, index: int, total: int, key: KeyGroup, outcome: Outcome) -> None:
         """A key's final outcome was recorded."""
+
+    def searched(self, done: int, total: int, busy: int) -> None:
+        """Searches run elsewhere: ``done`` of ``total`` are recorded, ``busy`` workers search."""
 
 
 @dataclass
@@ -174,8 +178,13 @@ def tune(bank_opener: Callable[[], Bank], options: TuneOptions,
     with bank_opener() as bank:
         run = open_task(bank, options, plan, CostModel(soc), backend, model.name, model.sha256,
                          selection)
-        _tune_keys(run, loaded, reporter)
+        tune_keys(run, loaded, reporter)
         return finish(run)
+
+
+def settings_of(options: TuneOptions) -> BackendSettings:
+    """What ``options`` pass their backend."""
+    return BackendSettings(options.noise, options.run_loop, options.sim_delay_s)
 
 
 def backend_for(options: TuneOptions) -> MeasurementBackend:
@@ -185,7 +194,7 @@ def backend_for(options: TuneOptions) -> MeasurementBackend:
     Raises:
         BackendError: no such backend, it failed to start, or it cannot measure the chip.
     """
-    backend = open_backend(options.backend, BackendSettings(options.noise, options.run_loop))
+    backend = open_backend(options.backend, settings_of(options))
     chips = backend.chips()
     if chips is not None and options.soc_version not in chips:
         raise BackendError(f"--backend: {backend.name} cannot measure {options.soc_version} "
@@ -263,17 +272,38 @@ def reuse_known(run: TaskRun) -> tuple[list[KeyGroup], dict[str, Policy]]:
     return todo, known
 
 
-def _tune_keys(run: TaskRun, loaded: dict[str, dict[str, Any]], reporter: Reporter) -> None:
+def tune_keys(run: TaskRun, loaded: dict[str, dict[str, Any]], reporter: Reporter,
+              executor: Executor | None = None) -> None:
+    """Record the task's known keys, then search the others: one by one in this process, or
+    as jobs an ``executor`` runs (a Dask cluster), recorded in batches as they complete. Each
+    search depends on its job alone, so both ways record the same outcomes."""
     todo, known = reuse_known(run)
     if run.options.transfer and todo and run.options.job_type == "opat":
         run.donors = Donors.load(run.bank, {g.op_type for g in todo}, run.backend.name,
                                  exclude_task=run.task_id)
     reporter.start(len(todo), len(run.plan.groups) - len(todo))
+    if executor is not None:
+        _tune_on(executor, run, todo, known, loaded, reporter)
+        return
     for index, group in enumerate(todo, 1):
         reporter.key_started(index, len(todo), group)
         outcomes = _search_key(run, group, known.get(group.repo_key), loaded, reporter)
         record(run, outcomes)
         reporter.key_done(index, len(todo), group, outcomes[-1])
+
+
+def _tune_on(executor: Executor, run: TaskRun, todo: list[KeyGroup], known: dict[str, Policy],
+             loaded: dict[str, dict[str, Any]], reporter: Reporter) -> None:
+    jobs = [search_job(run, group, known.get(group.repo_key), loaded) for group in todo]
+    done = 0
+    for batch in executor.run(jobs):
+        outcomes: list[Outcome] = []
+        for index, found in sorted(batch, key=lambda item: item[0]):
+            group = todo[index]
+            outcomes += outcomes_of(run, group, known.get(group.repo_key), found)
+        record(run, outcomes)
+        done += len(batch)
+        reporter.searched(done, len(jobs), executor.busy())
 
 
 def record(run: TaskRun, outcomes: list[Outcome]) -> None:
@@ -318,7 +348,7 @@ def search_job(run: TaskRun, group: KeyGroup, stored: Policy | None,
     run.start[group.repo_key] = start.neighbours
     return SearchJob(KeyWork(group.repo_key, run.cost.soc, group.work, group.space),
                      options.mode, options.budget, options.seed, run.backend.name,
-                     BackendSettings(options.noise, options.run_loop), warm,
+                     settings_of(options), warm,
                      measure_only=stored is None and warm is not None,
                      borrowed=start.borrowed, patience=start.patience)
 

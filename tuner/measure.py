@@ -49,6 +49,9 @@ class BackendSettings:
     """Relative standard deviation of one run, for a backend that simulates noise (``sim``)."""
     run_loop: int = 1
     """Runs per candidate; the backend reports their median (AOE's RUN_LOOP)."""
+    delay_s: float = 0.0
+    """For ``sim``: the wall time each run of a candidate takes, as a device's would (0: none),
+    so a campaign's spread over workers can be measured as it would be on hardware."""
 
 
 @dataclass(frozen=True)

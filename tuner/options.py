@@ -66,6 +66,8 @@ class TuneOptions:
     """Start a new key's search from the policies of the bank's nearest known keys."""
     backend: str = "sim"
     """The measurement backend, by the name it is declared under (tuner/measure.py)."""
+    sim_delay_s: float = 0.0
+    """For ``sim``: the wall time each measurement takes (see BackendSettings.delay_s)."""
     given: frozenset[str] = frozenset()
     """The options the user set (not left at their defaults): with ``reload``, one that differs
     from the unfinished task's setting is an error rather than silently overridden."""
@@ -94,6 +96,8 @@ def check_options(options: TuneOptions) -> None:
         raise TuneError("--budget: must be at least 1")
     if not 0 <= options.noise < 1:
         raise TuneError("--noise: must be in [0, 1)")
+    if not 0 <= options.sim_delay_s <= 10:
+        raise TuneError("--sim-delay-ms: must be between 0 and 10000")
     if not 1 <= options.run_loop <= 2048:
         raise TuneError("--run-loop: must be between 1 and 2048 (AOE's RUN_LOOP range)")
     make_search(options.mode, 1, np.random.default_rng(0))  # an unknown mode fails here

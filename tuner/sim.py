@@ -3,12 +3,14 @@
 
 A real measurement varies from run to run; ``sim`` draws each run's time as the model's time
 times ``1 + noise * N(0, 1)`` and reports the median of ``run_loop`` runs, as AOE keeps the
-median of its RUN_LOOP runs. With ``noise`` 0 it is exact and deterministic.
+median of its RUN_LOOP runs. With ``noise`` 0 it is exact and deterministic. ``delay_s`` makes
+each run take that long in wall time, as on a device; the times it reports do not change.
 """
 
 from __future__ import annotations
 
 import functools
+import time
 
 import numpy as np
 
@@ -30,9 +32,12 @@ class SimBackend(MeasurementBackend):
         settings = settings or BackendSettings()
         self.noise = settings.noise
         self.repeats = max(1, settings.run_loop)
+        self.delay_s = settings.delay_s
 
     def measure(self, key: KeyWork, candidates: np.ndarray,
                 rng: np.random.Generator) -> np.ndarray:
+        if self.delay_s > 0:
+            time.sleep(self.delay_s * self.repeats * len(candidates))
         exact = np.asarray(_model(key.soc).evaluate(key.work, key.space, candidates),
                            dtype=np.float64)
         if self.noise <= 0:

@@ -1,0 +1,192 @@
+"""Campaigns: several models on several chips, each key searched once per chip, the same bank
+however the searches are spread."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import tuner.executors
+from bank import Bank
+from cli.main import app
+from tuner.campaign import run_campaign
+from tuner.executors import InProcess, OnDask
+from tuner.flow import tune
+from tuner.options import TuneError, TuneOptions
+
+runner = CliRunner()
+MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
+CHIPS = ["Ascend310", "Ascend910B2"]
+
+
+def _options(tmp_path: Path, model: Path, chip: str = CHIPS[0]) -> TuneOptions:
+    return TuneOptions(model=model, soc_version=chip, budget=8, seed=3, work_dir=tmp_path)
+
+
+def _models(tmp_path: Path) -> list[Path]:
+    """squeezenet and a copy of it under another name: every key of the copy is shared."""
+    copy = tmp_path / "squeezenet_copy.onnx"
+    shutil.copyfile(MODELS / "squeezenet.onnx", copy)
+    return [MODELS / "squeezenet.onnx", copy]
+
+
+def _bank_state(path: Path) -> tuple[list[Any], list[Any], int]:
+    """What must not depend on how a campaign ran: every policy, every task's counts (by
+    name), and the measurements recorded."""
+    with sqlite3.connect(path) as conn:
+        policies = conn.execute("SELECT soc_version, repo_key, info_digest, best_us, knowledge, "
+                                "tune_mode, backend FROM policy ORDER BY 1, 2, 3").fetchall()
+        tasks = conn.execute("SELECT tuning_name, status, add_num, hit_num, update_num, "
+                             "reserved_num, unsatisfied_num FROM task ORDER BY first_seq").fetchall()
+        spent = sum(json.loads(p).get("measurements", 0)
+                    for p, in conn.execute("SELECT payload FROM events"))
+    return policies, tasks, spent
+
+
+def test_each_model_records_what_tuning_it_after_the_others_records(tmp_path: Path) -> None:
+    models = _models(tmp_path)
+    with_campaign = tmp_path / "campaign.db"
+    run_campaign(lambda: Bank.open(str(with_campaign), create=True),
+                 _options(tmp_path / "c", models[0]), models, CHIPS)
+    one_by_one = tmp_path / "sequential.db"
+    for chip in CHIPS:
+        for model in models:
+            tune(lambda: Bank.open(str(one_by_one), create=True),
+                 _options(tmp_path / "s", model, chip))
+    campaign, sequential = _bank_state(with_campaign), _bank_state(one_by_one)
+    assert campaign[0] == sequential[0]  # the same policies
+    assert campaign[1] == sequential[1]  # each task's repo_summary
+    copies = campaign[1][1::2]  # the copy, tuned after squeezenet on each chip: all known
+    assert len(copies) == 2 and all(row[2] == 0 and row[3] > 0 for row in copies)
+    assert campaign[2] == sequential[2]  # the same measurements: a shared key searched once
+
+
+def test_the_same_campaign_gives_the_same_bank_serially_and_on_two_worker_processes(
+        tmp_path: Path) -> None:
+    models = [MODELS / "squeezenet.onnx", MODELS / "inception_v1.onnx"]
+    serial, spread = tmp_path / "serial.db", tmp_path / "spread.db"
+    run_campaign(lambda: Bank.open(str(serial), create=True), _options(tmp_path / "a", models[0]),
+                 models, CHIPS)
+    cluster = OnDask(workers=2)
+    try:
+        assert len(cluster.client.scheduler_info()["workers"]) == 2
+        run_campaign(lambda: Bank.open(str(spread), create=True),
+                     _options(tmp_path / "b", models[0]), models, CHIPS, cluster)
+    finally:
+        cluster.close()
+    assert _bank_state(serial) == _bank_state(spread)
+    with Bank.open(str(spread)) as bank:
+        assert bank.verify().ok
+        assert len(bank.tasks()) == 4 and all(t.status == "successful" for t in bank.tasks())
+
+
+def test_a_campaign_writes_each_tasks_files_in_a_folder_of_its_own(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    models = _models(tmp_path)
+    chips = [arg for chip in CHIPS for arg in ("--soc-version", chip)]
+    result = runner.invoke(app, ["tune", *map(str, models), *chips, "--db", "b.db", "--budget", "8",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    reports = json.loads(result.stdout)
+    assert [r["soc_version"] for r in reports] == [CHIPS[0], CHIPS[0], CHIPS[1], CHIPS[1]]
+    assert len({r["task_id"] for r in reports}) == 4
+    files = [Path(r["result_file"]) for r in reports]
+    assert all(f.exists() for f in files)
+    assert [f.parent.name for f in files] == [f"{m.stem}_{c}" for c in CHIPS for m in models]
+    assert all((f.parent / "tuning_result.json").exists() for f in files)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "--workers and --scheduler: give one"),
+    (["--input-shape", "data_0:1,3,224,224"], "--input-shape: names one model's operators or inputs"),
+    (["--reload"], "--reload: continues one model's task"),
+    (["--job-type", "subgraph"], "--job-type: a campaign tunes operators"),
+    (["--scheduler", "tcp://127.0.0.1:9"], "--scheduler: cannot reach the Dask scheduler at "
+                                           "tcp://127.0.0.1:9"),
+])
+def test_a_campaign_refused_is_one_line_and_writes_nothing(tmp_path: Path, args: list[str],
+                                                           message: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tuner.executors, "CONNECT_TIMEOUT_S", 1)
+    models = _models(tmp_path)
+    result = runner.invoke(app, ["tune", *map(str, models), "--soc-version", "Ascend310",
+                                 "--db", str(tmp_path / "b.db"), *args])
+    assert result.exit_code == 1, result.output
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert message in result.stderr
+    assert not (tmp_path / "b.db").exists()
+
+
+def test_without_dask_the_cluster_flags_say_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real = builtins.__import__
+
+    def no_distributed(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "distributed" or name.startswith("distributed."):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_distributed)
+    with pytest.raises(TuneError, match=r"--workers: needs dask and distributed \(pip install -e "
+                                        r"'\.\[cluster\]'\)"):
+        OnDask(workers=2)
+
+
+def test_a_worker_killed_mid_campaign_costs_only_its_task(tmp_path: Path) -> None:
+    """A worker process is killed with SIGKILL while it searches: Dask runs its task again on
+    the other worker (or the one the nanny restarts), and the bank is the one a serial run
+    makes, nothing recorded twice."""
+    models = [MODELS / "squeezenet.onnx"]
+    serial, spread = tmp_path / "serial.db", tmp_path / "spread.db"
+    run_campaign(lambda: Bank.open(str(serial), create=True), _options(tmp_path / "a", models[0]),
+                 models, CHIPS)
+    cluster = OnDask(workers=2)
+    finished = threading.Event()
+    killed: list[bool] = []  # whether the campaign was still running when the worker died
+
+    def kill_a_busy_worker() -> None:
+        time.sleep(0.8)  # searches are under way: each measurement takes 10 ms
+        pids = cluster.client.run(os.getpid)
+        busy = [address for address, tasks in cluster.client.processing().items() if tasks]
+        if busy:
+            os.kill(pids[busy[0]], signal.SIGKILL)
+            killed.append(not finished.is_set())
+
+    killer = threading.Thread(target=kill_a_busy_worker)
+    try:
+        killer.start()
+        slow = replace(_options(tmp_path / "b", models[0]), sim_delay_s=0.01)
+        run_campaign(lambda: Bank.open(str(spread), create=True), slow, models, CHIPS, cluster)
+        finished.set()
+        killer.join()
+    finally:
+        cluster.close()
+    assert killed == [True], "no busy worker was killed while the campaign ran"
+    assert _bank_state(serial) == _bank_state(spread)
+    with Bank.open(str(spread)) as bank:
+        assert bank.verify().ok
+
+
+def test_searches_run_as_jobs_record_what_the_search_loop_records(tmp_path: Path) -> None:
+    """The executor path (jobs, results in batches) against the key-by-key loop, in one
+    process: the same bank."""
+    models = _models(tmp_path)
+    loop, jobs = tmp_path / "loop.db", tmp_path / "jobs.db"
+    run_campaign(lambda: Bank.open(str(loop), create=True), _options(tmp_path / "a", models[0]),
+                 models, CHIPS)
+    run_campaign(lambda: Bank.open(str(jobs), create=True), _options(tmp_path / "b", models[0]),
+                 models, CHIPS, InProcess())
+    assert _bank_state(loop) == _bank_state(jobs)
