@@ -1,7 +1,7 @@
 """Every speed figure of docs/performance.md, measured side by side with its baseline.
 
 Usage: python bench/run.py [--sizes 10000,100000,1000000] [--merge 1000000] [--out bench/results.json]
-                        [--only scale,startup,merge,postgres,result_file,search,end_to_end]
+                        [--only scale,startup,merge,postgres,campaign,result_file,search,end_to_end]
                         [--pg-size 100000]
 
 For each bank size it generates the workload (bench/workload.py) as an events file, then times:
@@ -10,12 +10,13 @@ plain sqlite3 inserting the same rows (the baseline) against `bank import` of th
 query; verify, rebuild and export of the whole log (events/s and peak memory); `bank report`'s
 seconds; one task's summary through the API. Then `bank summary`'s start-up against
 `python -c pass`, a merge of two banks of half the largest size against ATTACH + INSERT ...
-SELECT, import and verify on PostgreSQL beside plain COPY (bench/postgres.py), the result
-file's bytes during a tune (bench/result_file.py), the search-quality suite
-(bench/search_quality.py) and whole models tuned end to end (bench/end_to_end.py). Results go
-to bench/results.json and the tables in docs/performance.md; ``--only`` measures the sections
-named and keeps the others' last figures (each section records the command and date that
-measured it). Not a test: nothing here asserts.
+SELECT, import and verify on PostgreSQL beside plain COPY (bench/postgres.py), campaigns on
+Dask workers (bench/campaign.py), the result file's bytes during a tune
+(bench/result_file.py), the search-quality suite (bench/search_quality.py) and whole models
+tuned end to end (bench/end_to_end.py). Results go to bench/results.json and the tables in
+docs/performance.md; ``--only`` measures the sections named and keeps the others' last
+figures (each section records the command and date that measured it). Not a test: nothing
+here asserts.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import end_to_end, postgres, result_file, search_quality  # noqa: E402
+from bench import campaign, end_to_end, postgres, result_file, search_quality  # noqa: E402
 from bench.scale import (  # noqa: E402
     child,
     event_rows,
@@ -183,6 +184,8 @@ def table(results: dict[str, Any]) -> str:
                 f"target <= 3x), peak {m['merge_peak_mb']} MB.")
     if "postgres" in results:
         out += "\n\n" + postgres.table(results["postgres"])
+    if "campaign" in results:
+        out += "\n\n### Campaigns on Dask (sim backend)\n\n" + campaign.table(results["campaign"])
     if "result_file" in results:
         r = results["result_file"]
         per_key, doubling = r["per_key"], r["doubling"]
@@ -211,6 +214,7 @@ def write_doc(results: dict[str, Any]) -> None:
 
 
 SECTION_FIELDS = {"scale": "sizes", "startup": "startup", "merge": "merge", "postgres": "postgres",
+                  "campaign": "campaign",
                   "result_file": "result_file", "search": "search", "end_to_end": "end_to_end"}
 """Each section of a run, and the field of results.json it fills."""
 SECTIONS = tuple(SECTION_FIELDS)
@@ -274,6 +278,10 @@ def main() -> None:
             say("postgresql ...")
             results["postgres"] = postgres.postgres_at(args.pg_size, folder)
             say(json.dumps(results["postgres"]))
+    if "campaign" in only:
+        say("campaign ...")
+        results["campaign"] = {"zoo": campaign.zoo(), "scaling": campaign.scaling()}
+        say(campaign.table(results["campaign"]))
     if "result_file" in only:
         say("result file ...")
         results["result_file"] = result_file.run(ROOT / "fixtures" / "models" / "resnet50.onnx")

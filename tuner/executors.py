@@ -81,8 +81,10 @@ class OnDask:
                                              processes=True, dashboard_address=None,
                                              silence_logs=40)
                 self.client = Client(self._cluster)
-        except (OSError, TimeoutError) as exc:
+        except (OSError, TimeoutError, RuntimeError) as exc:
             self.close()
+            if scheduler is None:
+                raise TuneError(f"--workers: the Dask cluster did not start ({exc})") from None
             raise TuneError(f"--scheduler: cannot reach the Dask scheduler at {scheduler} "
                             f"({exc})") from None
 
