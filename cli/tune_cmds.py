@@ -151,9 +151,12 @@ def _campaign(options: TuneOptions, models: Sequence[Path], chips: Sequence[str]
         if executor is not None:
             executor.close()
     if as_json:
-        print_json([report.as_json() for report in reports])
+        print_json([report.as_json() for report in reports.reports])
         return
-    for report in reports:
+    for task in reports.finished_before:
+        typer.echo(f"task {task.task_id} ({task.tuning_name}, {task.soc_version}) finished "
+                   "before; not run again")
+    for report in reports.reports:
         _closing_lines(report)
         typer.echo("")
 

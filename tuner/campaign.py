@@ -19,16 +19,17 @@ whatever order they complete. Only this process writes to the bank.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from bank import Bank
+from bank import Bank, TaskView
+from bank.canonical import digest
 from tuner.config import load_selection
 from tuner.costmodel import CostModel
 from tuner.executors import Executor
 from tuner.flow import Reporter, TuneReport, backend_for, finish, open_task, tune_keys
 from tuner.model import load_model
-from tuner.options import TuneError, TuneOptions, check_options
+from tuner.options import RESUMED, TuneError, TuneOptions, check_options
 from tuner.plan import plan_tune
 from tuner.socs import get_soc
 
@@ -48,18 +49,37 @@ def check_campaign(options: TuneOptions, models: Sequence[Path], chips: Sequence
         if given and several:
             raise TuneError(f"{flag}: names one model's operators or inputs; give it with one "
                             "model at a time")
-    if options.reload:
-        raise TuneError("--reload: continues one model's task; give one model and one "
-                        "--soc-version")
     if len(set(chips)) != len(chips) or len({m.resolve() for m in models}) != len(models):
         raise TuneError("a campaign names each model and each --soc-version once")
 
 
+@dataclass
+class CampaignReport:
+    """What a campaign did: the report of each task it ran, in campaign order, and the tasks
+    a ``--reload`` found finished and did not run again."""
+
+    reports: list[TuneReport] = field(default_factory=list)
+    finished_before: list[TaskView] = field(default_factory=list)
+
+
+def campaign_id(model_hashes: Sequence[str], chips: Sequence[str], options: TuneOptions) -> str:
+    """The id of a campaign: the same models (by content), chips and search settings, in the
+    same order, give the same id, so ``--reload`` finds its tasks."""
+    settings = {name: getattr(options, name) for name in RESUMED}
+    return digest({"models": list(model_hashes), "chips": list(chips), "settings": settings,
+                   "tuning_config": str(options.tuning_config or ""),
+                   "tune_ops_file": str(options.tune_ops_file or "")})[:16]
+
+
 def run_campaign(bank_opener: Callable[[], Bank], options: TuneOptions, models: Sequence[Path],
                  chips: Sequence[str], executor: Executor | None = None,
-                 reporter: Reporter | None = None) -> list[TuneReport]:
-    """Tune every model in ``models`` for every chip in ``chips`` into the bank; return each
-    task's report, in campaign order.
+                 reporter: Reporter | None = None) -> CampaignReport:
+    """Tune every model in ``models`` for every chip in ``chips`` into the bank.
+
+    Each task records the campaign's id and its place in it when it starts. With
+    ``options.reload`` a campaign that was stopped goes on where it stopped: its finished
+    tasks are not run again, its unfinished one continues (nothing it recorded is measured
+    again), and the rest start.
 
     Args:
         executor: where the searches run (``None``: in this process, one by one).
@@ -82,12 +102,28 @@ def run_campaign(bank_opener: Callable[[], Bank], options: TuneOptions, models: 
             folder = options.work_dir / f"{path.stem}_{chip}"
             tasks.append((replace(chip_options, model=path, work_dir=folder),
                           plan_tune(model, soc, selection), CostModel(soc), backend, model))
-    reports = []
+    cid = campaign_id([model.sha256 for model in loaded], chips, options)
+    done = CampaignReport()
     with bank_opener() as bank:
-        for task_options, plan, cost, backend, model in tasks:
+        for place, (task_options, plan, cost, backend, model) in enumerate(tasks):
+            task_options = replace(task_options, campaign=f"{cid}/{place}", reload=False)
+            found = _task_of(bank, task_options, model.sha256) if options.reload else None
+            if found is not None and found.finished:
+                done.finished_before.append(found)
+                continue
             task_options.work_dir.mkdir(parents=True, exist_ok=True)
             run = open_task(bank, task_options, plan, cost, backend, model.name, model.sha256,
-                            selection)
+                            selection, resume=found)
             tune_keys(run, {}, reporter, executor)
-            reports.append(finish(run))
-    return reports
+            done.reports.append(finish(run))
+    return done
+
+
+def _task_of(bank: Bank, options: TuneOptions, model_hash: str) -> TaskView | None:
+    """The task the campaign started for this place, if it started one."""
+    for task in bank.tasks():
+        if task.soc_version == options.soc_version and task.model_hash == model_hash:
+            started = bank.task_events(task.task_id)[0].event.payload
+            if started.get("campaign") == options.campaign:
+                return task
+    return None

@@ -20,7 +20,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -203,15 +203,17 @@ def backend_for(options: TuneOptions) -> MeasurementBackend:
 
 
 def open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel,
-               backend: MeasurementBackend | None, model_name: str, model_hash: str,
-               selection: TuneSelection) -> TaskRun:
+              backend: MeasurementBackend | None, model_name: str, model_hash: str,
+              selection: TuneSelection, resume: TaskView | None = None) -> TaskRun:
+    """Start the model's task, or with ``options.reload`` continue its unfinished one (or the
+    unfinished task ``resume``, which a campaign found)."""
     outcomes = TaskOutcomes()
     notices: list[str] = []
     tuning_name = options.tuning_name or f"{model_name}_{options.soc_version}"
-    if options.reload:
-        task = _unfinished_task(bank, options.soc_version, model_hash, options.job_type)
+    if options.reload or resume is not None:
+        task = resume or _unfinished_task(bank, options.soc_version, model_hash, options.job_type)
         events = bank.task_events(task.task_id)
-        options = resumed_options(options, events[0].event.payload)
+        options = replace(resumed_options(options, events[0].event.payload), reload=True)
         backend = backend_for(options)
         outcomes.absorb(events)
         task_id, tuning_name = task.task_id, task.tuning_name or tuning_name
@@ -226,15 +228,17 @@ def open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel,
                  "noise": options.noise, "run_loop": options.run_loop, "backend": backend.name,
                  "cost_model_version": backend.version,
                  "tool_version": tool_version(), "selected": sorted(selection.op_names)}
+        if options.campaign is not None:
+            extra["campaign"] = options.campaign
         task_id = bank.start_task(options.soc_version, tuning_name=tuning_name,
                                   model_name=model_name, model_hash=model_hash,
                                   job_type=options.job_type,
                                   search_mode=options.mode, extra=extra)
         stamp = _stamp(datetime.now())
     result_file = options.work_dir / f"aoe_result_{options.job_type}_{stamp}_{os.getpid()}.json"
-    return TaskRun(bank=bank, options=options, plan=plan, cost=cost, backend=backend, task_id=task_id,
-                tuning_name=tuning_name, stamp=stamp, result_file=result_file,
-                outcomes=outcomes, started=time.monotonic(), notices=notices)
+    return TaskRun(bank=bank, options=options, plan=plan, cost=cost, backend=backend,
+                   task_id=task_id, tuning_name=tuning_name, stamp=stamp, result_file=result_file,
+                   outcomes=outcomes, started=time.monotonic(), notices=notices)
 
 
 def _stamp(moment: datetime) -> str:

@@ -68,6 +68,9 @@ class TuneOptions:
     """The measurement backend, by the name it is declared under (tuner/measure.py)."""
     sim_delay_s: float = 0.0
     """For ``sim``: the wall time each measurement takes (see BackendSettings.delay_s)."""
+    campaign: str | None = None
+    """The campaign this task is part of, as ``CAMPAIGN_ID/INDEX`` (recorded when it starts,
+    so ``--reload`` finds the campaign's tasks)."""
     given: frozenset[str] = frozenset()
     """The options the user set (not left at their defaults): with ``reload``, one that differs
     from the unfinished task's setting is an error rather than silently overridden."""

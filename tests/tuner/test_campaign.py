@@ -22,7 +22,7 @@ from bank import Bank
 from cli.main import app
 from tuner.campaign import run_campaign
 from tuner.executors import InProcess, OnDask
-from tuner.flow import tune
+from tuner.flow import Reporter, tune
 from tuner.options import TuneError, TuneOptions
 
 runner = CliRunner()
@@ -111,7 +111,6 @@ def test_a_campaign_writes_each_tasks_files_in_a_folder_of_its_own(tmp_path: Pat
 @pytest.mark.parametrize(("args", "message"), [
     (["--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "--workers and --scheduler: give one"),
     (["--input-shape", "data_0:1,3,224,224"], "--input-shape: names one model's operators or inputs"),
-    (["--reload"], "--reload: continues one model's task"),
     (["--job-type", "subgraph"], "--job-type: a campaign tunes operators"),
     (["--scheduler", "tcp://127.0.0.1:9"], "--scheduler: cannot reach the Dask scheduler at "
                                            "tcp://127.0.0.1:9"),
@@ -190,3 +189,39 @@ def test_searches_run_as_jobs_record_what_the_search_loop_records(tmp_path: Path
     run_campaign(lambda: Bank.open(str(jobs), create=True), _options(tmp_path / "b", models[0]),
                  models, CHIPS, InProcess())
     assert _bank_state(loop) == _bank_state(jobs)
+
+
+class _StopAfter(Reporter):
+    """Stops the campaign, as a kill would, once ``keys`` outcomes of searched keys are
+    recorded."""
+
+    def __init__(self, keys: int) -> None:
+        self.left = keys
+
+    def key_done(self, index: int, total: int, key: Any, outcome: Any) -> None:
+        self.left -= 1
+        if self.left == 0:
+            raise KeyboardInterrupt
+
+
+def test_a_stopped_campaign_goes_on_with_reload_and_measures_nothing_twice(tmp_path: Path) -> None:
+    models = [MODELS / "squeezenet.onnx", MODELS / "inception_v1.onnx"]
+    whole, stopped = tmp_path / "whole.db", tmp_path / "stopped.db"
+    options = _options(tmp_path / "w", models[0])
+    run_campaign(lambda: Bank.open(str(whole), create=True), options, models, CHIPS)
+    with Bank.open(str(whole)) as bank:
+        first_task_keys = bank.tasks()[0].add_num + bank.tasks()[0].unsatisfied_num
+    with pytest.raises(KeyboardInterrupt):  # in the second task, 5 keys in
+        run_campaign(lambda: Bank.open(str(stopped), create=True), options, models, CHIPS,
+                     reporter=_StopAfter(first_task_keys + 5))
+    with Bank.open(str(stopped)) as bank:
+        assert [t.status for t in bank.tasks()] == ["successful", "incomplete"]
+    again = run_campaign(lambda: Bank.open(str(stopped), create=True),
+                         replace(options, reload=True), models, CHIPS)
+    assert [t.status for t in again.finished_before] == ["successful"]
+    assert [r.resumed for r in again.reports] == [True, False, False]
+    assert _bank_state(whole) == _bank_state(stopped)  # measurements included: none twice
+    with Bank.open(str(stopped)) as bank:
+        assert bank.verify().ok
+    assert run_campaign(lambda: Bank.open(str(stopped), create=True), replace(options, reload=True),
+                        models, CHIPS).reports == []  # all finished: nothing to run
