@@ -23,6 +23,7 @@ from typing import Any
 
 from bank import Bank
 from tuner.campaign import run_campaign
+from tuner.campaign_file import CampaignModel
 from tuner.executors import OnDask
 from tuner.options import TuneOptions
 
@@ -43,7 +44,8 @@ def _campaign(folder: Path, name: str, options: TuneOptions, models: list[Path],
     db = folder / f"{name}.db"
     started = time.perf_counter()
     run_campaign(lambda: Bank.open(str(db), create=True),
-                 replace(options, work_dir=folder / name), models, chips, executor)
+                 replace(options, work_dir=folder / name), [CampaignModel(m) for m in models],
+                 chips, executor)
     return time.perf_counter() - started
 
 

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.common import DbOption, JsonOption, open_bank, print_json, print_table, user_errors
+from cli.common import DbOption, JsonOption, fail, open_bank, print_json, print_table, user_errors
 
 if TYPE_CHECKING:
     from bank import Outcome
+    from tuner.campaign_file import CampaignModel
     from tuner.flow import Reporter, TuneReport
     from tuner.options import TuneOptions
     from tuner.plan import KeyGroup
@@ -43,11 +44,15 @@ class ResultFormat(StrEnum):
 @user_errors
 def tune(
     ctx: typer.Context,
-    models: Annotated[list[Path], typer.Argument(
+    models: Annotated[list[Path] | None, typer.Argument(
         exists=True, dir_okay=False, metavar="MODEL",
-        help="The ONNX model; several make a campaign (each key searched once per chip).")],
-    soc_versions: Annotated[list[str], typer.Option(
-        "--soc-version", help="Chip to tune for (see `bank socs`); repeat it for a campaign.")],
+        help="The ONNX model; several make a campaign (each key searched once per chip).")] = None,
+    soc_versions: Annotated[list[str] | None, typer.Option(
+        "--soc-version", help="Chip to tune for (see `bank socs`); repeat it for a campaign.")] = None,
+    campaign: Annotated[Path | None, typer.Option(
+        "--campaign", exists=True, dir_okay=False,
+        help="A campaign file (TOML: models with their inputs and configs, chips, settings; "
+             "see docs/tuning.md) instead of MODEL and --soc-version.")] = None,
     db: DbOption = None,
     job_type: Annotated[str, typer.Option(
         "--job-type", help="subgraph (AOE's 1: fusion and schedule of fusable subgraphs) or "
@@ -106,17 +111,33 @@ def tune(
     if workers is not None and scheduler is not None:
         raise TuneError("--workers and --scheduler: give one (a cluster started here, or a "
                         "running one)")
+    models, soc_versions = models or [], soc_versions or []
+    if campaign is None and not models:
+        raise fail("Missing argument 'MODEL'. (see `bank tune --help`)", code=2)
+    if campaign is None and not soc_versions:
+        raise TuneError("--soc-version: missing (the chip to tune for; see `bank socs`)")
+    if campaign is not None and (models or soc_versions):
+        raise TuneError(f"--campaign: {campaign} names the models and chips; give no MODEL or "
+                        "--soc-version with it")
     options = TuneOptions(
-        model=models[0], soc_version=soc_versions[0], job_type=job_type_of(job_type), mode=mode.value,
+        model=models[0] if models else Path(), soc_version=soc_versions[0] if soc_versions else "",
+        job_type=job_type_of(job_type), mode=mode.value,
         budget=budget, seed=seed, retune=retune, reload=reload, input_shapes=parse_input_shapes(input_shape),
         tuning_config=tuning_config, tune_ops_file=tune_ops_file,
         load_tuning_result=load_tuning_result, noise=noise, run_loop=run_loop,
         tuning_name=tuning_name, result_format=result_format.value, work_dir=result_folder(),
         output=output, transfer=transfer, backend=backend, sim_delay_s=sim_delay_ms / 1000,
         given=_given(ctx, RESUMED))
+    show = progress_bar == OnOff.on and not as_json
+    if campaign is not None:
+        options, entries, chips = _campaign_file(campaign, options)
+        _campaign(options, entries, chips, db, workers, scheduler, show, as_json)
+        return
     if len(models) > 1 or len(soc_versions) > 1 or workers is not None or scheduler is not None:
-        _campaign(options, models, soc_versions, db, workers, scheduler,
-                  progress_bar == OnOff.on and not as_json, as_json)
+        from tuner.campaign import models_of
+
+        _campaign(options, models_of(models, options), soc_versions, db, workers, scheduler,
+                  show, as_json)
         return
     reporter = _progress() if progress_bar == OnOff.on and not as_json else None
     try:
@@ -131,7 +152,24 @@ def tune(
         _closing_lines(report)
 
 
-def _campaign(options: TuneOptions, models: Sequence[Path], chips: Sequence[str],
+def _campaign_file(path: Path, options: TuneOptions
+                   ) -> tuple[TuneOptions, list[CampaignModel], list[str]]:
+    """The campaign ``path`` describes: its settings over the options' defaults (an option
+    given on the command line that the file sets otherwise is an error), models and chips."""
+    from dataclasses import replace
+
+    from tuner.campaign_file import read_campaign
+    from tuner.options import TuneError
+
+    read = read_campaign(path)
+    for name, value in read.settings.items():
+        if name in options.given and getattr(options, name) != value:
+            raise TuneError(f"--{name.replace('_', '-')}: {getattr(options, name)} differs from "
+                            f"{value!r}, which --campaign {path} sets")
+    return replace(options, **read.settings), list(read.models), list(read.chips)
+
+
+def _campaign(options: TuneOptions, models: Sequence[CampaignModel], chips: Sequence[str],
               db: str | None, workers: int | None, scheduler: str | None, show: bool,
               as_json: bool) -> None:
     """Several models, several chips, or searches spread over Dask: one campaign."""

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from bank import Bank, TaskView
 from bank.canonical import digest
+from tuner.campaign_file import CampaignModel
 from tuner.config import load_selection
 from tuner.costmodel import CostModel
 from tuner.executors import Executor
@@ -34,7 +35,15 @@ from tuner.plan import plan_tune
 from tuner.socs import get_soc
 
 
-def check_campaign(options: TuneOptions, models: Sequence[Path], chips: Sequence[str]) -> None:
+def models_of(paths: Sequence[Path], options: TuneOptions) -> list[CampaignModel]:
+    """The campaign's models named on the command line, each with the options' inputs and
+    tuning configs."""
+    return [CampaignModel(path, dict(options.input_shapes), options.tuning_config,
+                          options.tune_ops_file) for path in paths]
+
+
+def check_campaign(options: TuneOptions, models: Sequence[CampaignModel],
+                   chips: Sequence[str]) -> None:
     """Refuse what a campaign does not take, before anything is read or written.
 
     Raises:
@@ -49,7 +58,7 @@ def check_campaign(options: TuneOptions, models: Sequence[Path], chips: Sequence
         if given and several:
             raise TuneError(f"{flag}: names one model's operators or inputs; give it with one "
                             "model at a time")
-    if len(set(chips)) != len(chips) or len({m.resolve() for m in models}) != len(models):
+    if len(set(chips)) != len(chips) or len({m.path.resolve() for m in models}) != len(models):
         raise TuneError("a campaign names each model and each --soc-version once")
 
 
@@ -62,17 +71,21 @@ class CampaignReport:
     finished_before: list[TaskView] = field(default_factory=list)
 
 
-def campaign_id(model_hashes: Sequence[str], chips: Sequence[str], options: TuneOptions) -> str:
-    """The id of a campaign: the same models (by content), chips and search settings, in the
-    same order, give the same id, so ``--reload`` finds its tasks."""
+def campaign_id(models: Sequence[tuple[CampaignModel, str]], chips: Sequence[str],
+                options: TuneOptions) -> str:
+    """The id of a campaign: the same models (by content, with the same inputs and tuning
+    configs), chips and search settings, in the same order, give the same id, so
+    ``--reload`` finds its tasks."""
     settings = {name: getattr(options, name) for name in RESUMED}
-    return digest({"models": list(model_hashes), "chips": list(chips), "settings": settings,
-                   "tuning_config": str(options.tuning_config or ""),
-                   "tune_ops_file": str(options.tune_ops_file or "")})[:16]
+    return digest({"models": [[sha256, {k: list(v) for k, v in m.input_shapes.items()},
+                               str(m.tuning_config or ""), str(m.tune_ops_file or "")]
+                              for m, sha256 in models],
+                   "chips": list(chips), "settings": settings})[:16]
 
 
-def run_campaign(bank_opener: Callable[[], Bank], options: TuneOptions, models: Sequence[Path],
-                 chips: Sequence[str], executor: Executor | None = None,
+def run_campaign(bank_opener: Callable[[], Bank], options: TuneOptions,
+                 models: Sequence[CampaignModel], chips: Sequence[str],
+                 executor: Executor | None = None,
                  reporter: Reporter | None = None) -> CampaignReport:
     """Tune every model in ``models`` for every chip in ``chips`` into the bank.
 
@@ -90,22 +103,26 @@ def run_campaign(bank_opener: Callable[[], Bank], options: TuneOptions, models: 
     """
     reporter = reporter or Reporter()
     check_campaign(options, models, chips)
-    selection = load_selection(options.tuning_config, options.tune_ops_file)
-    loaded = [load_model(path, options.input_shapes) for path in models]
+    read = [(entry, load_selection(entry.tuning_config, entry.tune_ops_file),
+             load_model(entry.path, entry.input_shapes)) for entry in models]
     tasks = []
     for chip in chips:
         soc = get_soc(chip)
         chip_options = replace(options, soc_version=chip)
         check_options(chip_options)
         backend = backend_for(chip_options)
-        for path, model in zip(models, loaded, strict=True):
-            folder = options.work_dir / f"{path.stem}_{chip}"
-            tasks.append((replace(chip_options, model=path, work_dir=folder),
-                          plan_tune(model, soc, selection), CostModel(soc), backend, model))
-    cid = campaign_id([model.sha256 for model in loaded], chips, options)
+        for entry, selection, model in read:
+            folder = options.work_dir / f"{entry.path.stem}_{chip}"
+            task_options = replace(chip_options, model=entry.path, work_dir=folder,
+                                   input_shapes=entry.input_shapes,
+                                   tuning_config=entry.tuning_config,
+                                   tune_ops_file=entry.tune_ops_file)
+            tasks.append((task_options, plan_tune(model, soc, selection), CostModel(soc),
+                          backend, model, selection))
+    cid = campaign_id([(entry, model.sha256) for entry, _, model in read], chips, options)
     done = CampaignReport()
     with bank_opener() as bank:
-        for place, (task_options, plan, cost, backend, model) in enumerate(tasks):
+        for place, (task_options, plan, cost, backend, model, selection) in enumerate(tasks):
             task_options = replace(task_options, campaign=f"{cid}/{place}", reload=False)
             found = _task_of(bank, task_options, model.sha256) if options.reload else None
             if found is not None and found.finished:

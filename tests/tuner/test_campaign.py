@@ -21,6 +21,7 @@ import tuner.executors
 from bank import Bank
 from cli.main import app
 from tuner.campaign import run_campaign
+from tuner.campaign_file import CampaignModel
 from tuner.executors import InProcess, OnDask
 from tuner.flow import Reporter, tune
 from tuner.options import TuneError, TuneOptions
@@ -32,6 +33,10 @@ CHIPS = ["Ascend310", "Ascend910B2"]
 
 def _options(tmp_path: Path, model: Path, chip: str = CHIPS[0]) -> TuneOptions:
     return TuneOptions(model=model, soc_version=chip, budget=8, seed=3, work_dir=tmp_path)
+
+
+def _entries(paths: list[Path]) -> list[CampaignModel]:
+    return [CampaignModel(path) for path in paths]
 
 
 def _models(tmp_path: Path) -> list[Path]:
@@ -58,7 +63,7 @@ def test_each_model_records_what_tuning_it_after_the_others_records(tmp_path: Pa
     models = _models(tmp_path)
     with_campaign = tmp_path / "campaign.db"
     run_campaign(lambda: Bank.open(str(with_campaign), create=True),
-                 _options(tmp_path / "c", models[0]), models, CHIPS)
+                 _options(tmp_path / "c", models[0]), _entries(models), CHIPS)
     one_by_one = tmp_path / "sequential.db"
     for chip in CHIPS:
         for model in models:
@@ -77,12 +82,12 @@ def test_the_same_campaign_gives_the_same_bank_serially_and_on_two_worker_proces
     models = [MODELS / "squeezenet.onnx", MODELS / "inception_v1.onnx"]
     serial, spread = tmp_path / "serial.db", tmp_path / "spread.db"
     run_campaign(lambda: Bank.open(str(serial), create=True), _options(tmp_path / "a", models[0]),
-                 models, CHIPS)
+                 _entries(models), CHIPS)
     cluster = OnDask(workers=2)
     try:
         assert len(cluster.client.scheduler_info()["workers"]) == 2
         run_campaign(lambda: Bank.open(str(spread), create=True),
-                     _options(tmp_path / "b", models[0]), models, CHIPS, cluster)
+                     _options(tmp_path / "b", models[0]), _entries(models), CHIPS, cluster)
     finally:
         cluster.close()
     assert _bank_state(serial) == _bank_state(spread)
@@ -151,7 +156,7 @@ def test_a_worker_killed_mid_campaign_costs_only_its_task(tmp_path: Path) -> Non
     models = [MODELS / "squeezenet.onnx"]
     serial, spread = tmp_path / "serial.db", tmp_path / "spread.db"
     run_campaign(lambda: Bank.open(str(serial), create=True), _options(tmp_path / "a", models[0]),
-                 models, CHIPS)
+                 _entries(models), CHIPS)
     cluster = OnDask(workers=2)
     finished = threading.Event()
     killed: list[bool] = []  # whether the campaign was still running when the worker died
@@ -168,7 +173,7 @@ def test_a_worker_killed_mid_campaign_costs_only_its_task(tmp_path: Path) -> Non
     try:
         killer.start()
         slow = replace(_options(tmp_path / "b", models[0]), sim_delay_s=0.01)
-        run_campaign(lambda: Bank.open(str(spread), create=True), slow, models, CHIPS, cluster)
+        run_campaign(lambda: Bank.open(str(spread), create=True), slow, _entries(models), CHIPS, cluster)
         finished.set()
         killer.join()
     finally:
@@ -185,9 +190,9 @@ def test_searches_run_as_jobs_record_what_the_search_loop_records(tmp_path: Path
     models = _models(tmp_path)
     loop, jobs = tmp_path / "loop.db", tmp_path / "jobs.db"
     run_campaign(lambda: Bank.open(str(loop), create=True), _options(tmp_path / "a", models[0]),
-                 models, CHIPS)
+                 _entries(models), CHIPS)
     run_campaign(lambda: Bank.open(str(jobs), create=True), _options(tmp_path / "b", models[0]),
-                 models, CHIPS, InProcess())
+                 _entries(models), CHIPS, InProcess())
     assert _bank_state(loop) == _bank_state(jobs)
 
 
@@ -208,20 +213,20 @@ def test_a_stopped_campaign_goes_on_with_reload_and_measures_nothing_twice(tmp_p
     models = [MODELS / "squeezenet.onnx", MODELS / "inception_v1.onnx"]
     whole, stopped = tmp_path / "whole.db", tmp_path / "stopped.db"
     options = _options(tmp_path / "w", models[0])
-    run_campaign(lambda: Bank.open(str(whole), create=True), options, models, CHIPS)
+    run_campaign(lambda: Bank.open(str(whole), create=True), options, _entries(models), CHIPS)
     with Bank.open(str(whole)) as bank:
         first_task_keys = bank.tasks()[0].add_num + bank.tasks()[0].unsatisfied_num
     with pytest.raises(KeyboardInterrupt):  # in the second task, 5 keys in
-        run_campaign(lambda: Bank.open(str(stopped), create=True), options, models, CHIPS,
+        run_campaign(lambda: Bank.open(str(stopped), create=True), options, _entries(models), CHIPS,
                      reporter=_StopAfter(first_task_keys + 5))
     with Bank.open(str(stopped)) as bank:
         assert [t.status for t in bank.tasks()] == ["successful", "incomplete"]
     again = run_campaign(lambda: Bank.open(str(stopped), create=True),
-                         replace(options, reload=True), models, CHIPS)
+                         replace(options, reload=True), _entries(models), CHIPS)
     assert [t.status for t in again.finished_before] == ["successful"]
     assert [r.resumed for r in again.reports] == [True, False, False]
     assert _bank_state(whole) == _bank_state(stopped)  # measurements included: none twice
     with Bank.open(str(stopped)) as bank:
         assert bank.verify().ok
     assert run_campaign(lambda: Bank.open(str(stopped), create=True), replace(options, reload=True),
-                        models, CHIPS).reports == []  # all finished: nothing to run
+                        _entries(models), CHIPS).reports == []  # all finished: nothing to run
