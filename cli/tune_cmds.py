@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -218,7 +219,10 @@ def _progress() -> Reporter:
     class StderrProgress(Reporter):
         """Progress lines on stderr: a bar per key, AOE's generation lines, each outcome."""
 
+        started = 0.0
+
         def start(self, keys: int, skipped: int) -> None:
+            self.started = time.monotonic()
             sys.stderr.write(f"{skipped} key(s) known or already recorded; searching {keys}\n")
 
         def key_started(self, index: int, total: int, key: KeyGroup) -> None:
@@ -237,7 +241,10 @@ def _progress() -> Reporter:
             sys.stderr.write(f"    {outcome.kind}{times}\n")
 
         def searched(self, done: int, total: int, busy: int) -> None:
-            sys.stderr.write(f"searched {done}/{total} ({busy} worker(s) busy)\n")
+            elapsed = time.monotonic() - self.started
+            left = elapsed / done * (total - done) if done else 0.0
+            sys.stderr.write(f"searched {done}/{total}, {busy} worker(s) busy, "
+                             f"about {left:.0f} s left\n")
 
     return StderrProgress()
 

@@ -119,6 +119,8 @@ def run_campaign(bank_opener: Callable[[], Bank], options: TuneOptions,
                                    tune_ops_file=entry.tune_ops_file)
             tasks.append((task_options, plan_tune(model, soc, selection), CostModel(soc),
                           backend, model, selection))
+    if executor is not None:
+        executor.check_chips(chips)
     cid = campaign_id([(entry, model.sha256) for entry, _, model in read], chips, options)
     done = CampaignReport()
     with bank_opener() as bank:

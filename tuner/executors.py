@@ -21,6 +21,10 @@ Batch = list[tuple[int, KeyResult]]
 
 CLUSTER_EXTRA = "pip install -e '.[cluster]'"
 """How to install what --workers and --scheduler need."""
+CHIP_RESOURCE = "chip-"
+"""A worker that can measure only some chips declares a Dask resource ``chip-SOC`` for each
+(``dask worker ADDRESS --resources chip-Ascend910B2=1``): a search then goes only to a worker
+that has its chip. When no worker declares one, every worker measures every chip."""
 CONNECT_TIMEOUT_S = 10
 """How long reaching a running scheduler may take before it is an error."""
 
@@ -34,6 +38,14 @@ class Executor(Protocol):
 
     def busy(self) -> int:
         """How many workers are running a job now."""
+        ...
+
+    def check_chips(self, chips: Sequence[str]) -> None:
+        """Refuse, before anything is written, chips no worker can measure.
+
+        Raises:
+            TuneError: a chip no worker can measure.
+        """
         ...
 
     def close(self) -> None:
@@ -50,6 +62,9 @@ class InProcess:
 
     def busy(self) -> int:
         return 1
+
+    def check_chips(self, chips: Sequence[str]) -> None:
+        pass
 
     def close(self) -> None:
         pass
@@ -93,9 +108,12 @@ class OnDask:
 
         index = {}
         futures = []
+        needs = self._chip_resources({job.key.soc.soc_version for job in jobs})
         for n, job in enumerate(jobs):
+            chip = job.key.soc.soc_version
             future = self.client.submit(run_search, job, pure=False,
-                                        key=f"search-{job.key.soc.soc_version}-{job.key.repo_key}-{n}")
+                                        key=f"search-{chip}-{job.key.repo_key}-{n}",
+                                        resources=needs.get(chip))
             index[future.key] = n
             futures.append(future)
         try:
@@ -104,6 +122,27 @@ class OnDask:
         finally:
             for future in futures:
                 future.release()
+
+    def check_chips(self, chips: Sequence[str]) -> None:
+        self._chip_resources(set(chips))
+
+    def _chip_resources(self, chips: set[str]) -> dict[str, dict[str, float]]:
+        """The Dask resource each chip's searches need: none when no worker declares a chip
+        (every worker measures every chip), else ``chip-SOC``, which some worker must have.
+
+        Raises:
+            TuneError: workers declare chips, but none of them this one.
+        """
+        declared = {name for worker in self.client.scheduler_info()["workers"].values()
+                    for name in worker.get("resources", {}) if name.startswith(CHIP_RESOURCE)}
+        if not declared:
+            return {}
+        for chip in sorted(chips):
+            if CHIP_RESOURCE + chip not in declared:
+                raise TuneError(f"--scheduler: no worker declares {CHIP_RESOURCE}{chip} (they "
+                                f"declare {', '.join(sorted(declared))}); start one with "
+                                f"`dask worker ADDRESS --resources {CHIP_RESOURCE}{chip}=1`")
+        return {chip: {CHIP_RESOURCE + chip: 1} for chip in chips}
 
     def busy(self) -> int:
         processing = self.client.processing()

@@ -8,6 +8,8 @@ import os
 import shutil
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -230,3 +232,56 @@ def test_a_stopped_campaign_goes_on_with_reload_and_measures_nothing_twice(tmp_p
         assert bank.verify().ok
     assert run_campaign(lambda: Bank.open(str(stopped), create=True), replace(options, reload=True),
                         _entries(models), CHIPS).reports == []  # all finished: nothing to run
+
+
+@pytest.fixture
+def chip_workers() -> Any:
+    """A Dask scheduler with two worker processes started by `dask worker`, one declaring
+    each chip (as hosts with different devices would)."""
+    from distributed import LocalCluster
+
+    cluster = LocalCluster(n_workers=0, processes=True, dashboard_address=None, silence_logs=40)
+    workers = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker",
+                                 cluster.scheduler_address, "--nthreads", "1", "--no-dashboard",
+                                 "--resources", f"chip-{chip}=1"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for chip in CHIPS]
+    try:
+        from distributed import Client
+
+        with Client(cluster.scheduler_address) as client:
+            client.wait_for_workers(len(CHIPS), timeout=60)
+        yield cluster.scheduler_address
+    finally:
+        for worker in workers:
+            worker.terminate()
+            worker.wait(timeout=30)
+        cluster.close()
+
+
+def test_each_search_goes_to_a_worker_that_declares_its_chip(tmp_path: Path,
+                                                             chip_workers: str) -> None:
+    from distributed import get_task_stream
+
+    models = [MODELS / "squeezenet.onnx"]
+    serial, spread = tmp_path / "serial.db", tmp_path / "spread.db"
+    run_campaign(lambda: Bank.open(str(serial), create=True), _options(tmp_path / "a", models[0]),
+                 _entries(models), CHIPS)
+    executor = OnDask(scheduler=chip_workers)
+    try:
+        resources = {address: set(info["resources"]) for address, info
+                     in executor.client.scheduler_info()["workers"].items()}
+        with get_task_stream(client=executor.client) as stream:
+            run_campaign(lambda: Bank.open(str(spread), create=True),
+                         _options(tmp_path / "b", models[0]), _entries(models), CHIPS, executor)
+        with pytest.raises(TuneError, match="no worker declares chip-Ascend310P3"):
+            executor.check_chips(["Ascend310P3"])
+    finally:
+        executor.close()
+    ran = [(record["key"], record["worker"]) for record in stream.data
+           if str(record["key"]).startswith("search-")]
+    assert len(ran) > 20
+    for key, worker in ran:
+        chip = str(key).split("-")[1]
+        assert resources[worker] == {f"chip-{chip}"}, (key, worker)
+    assert _bank_state(serial) == _bank_state(spread)
