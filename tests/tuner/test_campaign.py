@@ -285,3 +285,22 @@ def test_each_search_goes_to_a_worker_that_declares_its_chip(tmp_path: Path,
         chip = str(key).split("-")[1]
         assert resources[worker] == {f"chip-{chip}"}, (key, worker)
     assert _bank_state(serial) == _bank_state(spread)
+
+
+def test_a_campaign_killed_with_sigkill_resumes_to_the_bank_of_one_never_killed(
+        tmp_path: Path) -> None:
+    from tests.crash import kill_tune_at
+
+    models = [str(MODELS / "squeezenet.onnx"), str(MODELS / "inception_v1.onnx")]
+    args = ["tune", *models, "--soc-version", CHIPS[0], "--soc-version", CHIPS[1],
+            "--budget", "8", "--seed", "3"]
+    whole, killed = tmp_path / "whole.db", tmp_path / "killed.db"
+    assert runner.invoke(app, [*args, "--db", str(whole), "--progress-bar", "off"]).exit_code == 0
+    code = kill_tune_at([*args, "--db", str(killed)], tmp_path / "work", 12, 0.01)
+    assert code == -9, (tmp_path / "work" / "stderr").read_text()
+    with Bank.open(str(killed)) as bank:
+        assert [t.status for t in bank.tasks()] == ["incomplete"]
+    resumed = runner.invoke(app, [*args, "--db", str(killed), "--reload", "--json"])
+    assert resumed.exit_code == 0, resumed.output
+    assert [r["resumed"] for r in json.loads(resumed.stdout)] == [True, False, False, False]
+    assert _bank_state(whole) == _bank_state(killed)
