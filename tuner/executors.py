@@ -88,6 +88,7 @@ class OnDask:
             flag = "--workers" if workers is not None else "--scheduler"
             raise TuneError(f"{flag}: needs dask and distributed ({CLUSTER_EXTRA})") from None
         self._cluster: Any = None
+        self._runs = 0  # each run's task keys are its own, whatever the jobs
         try:
             if scheduler is not None:
                 self.client: Any = Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
@@ -109,10 +110,11 @@ class OnDask:
         index = {}
         futures = []
         needs = self._chip_resources({job.key.soc.soc_version for job in jobs})
+        self._runs += 1
         for n, job in enumerate(jobs):
             chip = job.key.soc.soc_version
             future = self.client.submit(run_search, job, pure=False,
-                                        key=f"search-{chip}-{job.key.repo_key}-{n}",
+                                        key=f"search-{chip}-{job.key.repo_key}-{self._runs}.{n}",
                                         resources=needs.get(chip))
             index[future.key] = n
             futures.append(future)
