@@ -1,6 +1,8 @@
 """The bank's schema version, in a module of its own so the light read path (bank/quick.py)
 knows it without importing the tables."""
 
+import functools
+
 from bank.errors import BankError
 
 SCHEMA_VERSION = 5
@@ -38,3 +40,14 @@ def check_version(found: int, where: str) -> None:
         raise SchemaVersionError(
             f"{where}: bank schema {found} is older than this tunebank's {SCHEMA_VERSION}; run "
             "`bank upgrade` on it first (the log is kept as it is)")
+
+
+@functools.cache
+def tool_version() -> str:
+    """tunebank's installed version ("0+unknown" where its metadata is not installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tunebank")
+    except PackageNotFoundError:
+        return "0+unknown"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -68,9 +68,10 @@ def make_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
         cls=BankGroup,
         help="tunebank: keep, audit and reuse operator-tuning knowledge (AOE custom banks).",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
     )
     made.callback()(_group)  # a group even with one command, so `bank NAME` stays the usage
     for name in names:
@@ -78,8 +79,18 @@ def make_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
     return made
 
 
-def _group() -> None:
+def _group(version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=lambda shown: _version(shown),
+        help="Show tunebank's version and exit.")] = False) -> None:
     """tunebank: keep, audit and reuse operator-tuning knowledge (AOE custom banks)."""
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        from bank.version import tool_version
+
+        typer.echo(f"bank (tunebank) {tool_version()}")
+        raise typer.Exit()
 
 
 app = make_app()

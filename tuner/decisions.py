@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from bank import EventKind, Outcome, Policy
-from tuner.options import tool_version
+from bank.version import tool_version
 from tuner.plan import KeyGroup
 from tuner.space import SearchSpace
 from tuner.transfer import Neighbour

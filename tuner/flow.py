@@ -28,6 +28,7 @@ from typing import Any
 from bank import Bank, Outcome, Policy, TaskView
 from bank.atomic import write_json_atomic
 from bank.formats.opat import ReportInfo, TaskOutcomes, opat_v1, opat_v2, sgat, tuning_result
+from bank.version import tool_version
 from tuner.annotate import annotated_model
 from tuner.config import TuneSelection, load_selection
 from tuner.costmodel import CostModel
@@ -42,7 +43,6 @@ from tuner.options import (
     check_options,
     read_tuning_result,
     resumed_options,
-    tool_version,
 )
 from tuner.plan import KeyGroup, TunePlan, plan_tune
 from tuner.socs import get_soc

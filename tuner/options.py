@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,15 +29,6 @@ OPERATOR_ONLY = {"tuning_config": "--tuning-config", "tune_ops_file": "--tune-op
 class TuneError(BankError):
     """A tune cannot start (bad option) or resume."""
 
-@functools.cache
-def tool_version() -> str:
-    """tunebank's installed version."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("tunebank")
-    except PackageNotFoundError:
-        return "0+unknown"
 
 @dataclass(frozen=True)
 class TuneOptions:

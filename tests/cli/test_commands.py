@@ -176,3 +176,22 @@ def test_usage_errors_are_one_line(args: list[str], message: str, tmp_path: Path
     (line,) = result.stderr.splitlines()
     # Typer's own messages changed case between versions ("File '.' is", "file '.' is")
     assert line.lower().startswith(f"bank: error: {message}".lower()) and line.endswith("--help`)")
+
+
+def test_version_and_short_help() -> None:
+    from bank.version import tool_version
+
+    version = runner.invoke(app, ["--version"])
+    assert version.exit_code == 0 and version.stdout == f"bank (tunebank) {tool_version()}\n"
+    for args in (["-h"], ["tune", "-h"], ["query", "-h"]):
+        shown = runner.invoke(app, args)
+        assert shown.exit_code == 0 and shown.stdout.startswith("Usage: bank"), args
+
+
+def test_shell_completion_is_shown_and_installed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    shown = runner.invoke(app, ["--show-completion", "bash"])
+    assert shown.exit_code == 0 and "_bank_completion" in shown.stdout
+    installed = runner.invoke(app, ["--install-completion", "bash"])
+    assert installed.exit_code == 0, installed.output
+    assert "bank" in (tmp_path / ".bashrc").read_text(encoding="utf-8")
