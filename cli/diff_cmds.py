@@ -36,7 +36,8 @@ def diff(
         "--soc-version", help="Banks: only this chip. Models: the chip to plan for (required).")] = None,
     db: DbOption = None,
     job_type: Annotated[str, typer.Option(
-        "--job-type", help="Models: subgraph (1) or operator (2) keys.")] = "operator",
+        "--job-type", metavar="<operator|subgraph|2|1>",
+        help="Models: subgraph (1) or operator (2) keys.")] = "operator",
     input_shape: Annotated[str | None, typer.Option(
         "--input-shape", help='Models: fix input shapes, "name:1,3,224,224;other:8,128".')] = None,
     exit_code: Annotated[bool, typer.Option(

@@ -91,7 +91,8 @@ def export(
     out: Annotated[Path | None, typer.Option(
         help="File or folder to write (aoe-repo needs a folder); default: standard output.")] = None,
     task: Annotated[str | None, typer.Option(help="Task id or prefix (opat, sgat).")] = None,
-    result_format: Annotated[str, typer.Option("--result-format", help="opat: v2 or v1.")] = "v2",
+    result_format: Annotated[str, typer.Option(
+        "--result-format", metavar="<v1|v2>", help="opat: v2 or v1.")] = "v2",
     model: Annotated[Path | None, typer.Option(exists=True, dir_okay=False,
                                                help="tuning-result: the model.")] = None,
     soc_version: Annotated[str | None, typer.Option("--soc-version", help="tuning-result: the chip.")] = None,

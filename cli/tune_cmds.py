@@ -56,8 +56,9 @@ def tune(
              "see docs/tuning.md) instead of MODEL and --soc-version.")] = None,
     db: DbOption = None,
     job_type: Annotated[str, typer.Option(
-        "--job-type", help="subgraph (AOE's 1: fusion and schedule of fusable subgraphs) or "
-                           "operator (2: each operator's tiling).")] = "operator",
+        "--job-type", metavar="<operator|subgraph|2|1>",
+        help="subgraph (AOE's 1: fusion and schedule of fusable subgraphs) or "
+             "operator (2: each operator's tiling).")] = "operator",
     workers: Annotated[int | None, typer.Option(
         "--workers", min=1, help="Search on a Dask LocalCluster of N processes started here "
                                  "(needs the cluster extra).")] = None,
@@ -283,7 +284,8 @@ def plan(
         "--input-shape", help='Fix input shapes: "name:1,3,224,224;other:8,128".')] = None,
     db: DbOption = None,
     job_type: Annotated[str, typer.Option(
-        "--job-type", help="subgraph (1): the model's subgraph keys; operator (2): its operator keys.")]
+        "--job-type", metavar="<operator|subgraph|2|1>",
+        help="subgraph (1): the model's subgraph keys; operator (2): its operator keys.")]
     = "operator",
     as_json: JsonOption = False,
 ) -> None:

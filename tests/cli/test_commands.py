@@ -195,3 +195,13 @@ def test_shell_completion_is_shown_and_installed(tmp_path: Path, monkeypatch: py
     installed = runner.invoke(app, ["--install-completion", "bash"])
     assert installed.exit_code == 0, installed.output
     assert "bank" in (tmp_path / ".bashrc").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("command", ["tune", "plan", "diff", "export"])
+def test_options_with_a_fixed_set_of_values_show_them(command: str) -> None:
+    shown = runner.invoke(app, [command, "--help"], terminal_width=200)
+    assert shown.exit_code == 0
+    for option in ("--job-type", "--result-format", "--mode", "--format"):
+        assert f"{option} <str>" not in shown.stdout, (command, option)
+    if command != "export":
+        assert "--job-type <operator|subgraph|2|1>" in shown.stdout
