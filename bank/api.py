@@ -101,7 +101,7 @@ class Bank:
         if create:
             prepare_for_write(location)
         read_only = not create and location.path is not None and not writable(location.path)
-        store = open_store(location.url, read_only=read_only)
+        store = open_store(location.url, read_only=read_only, given=location.given)
         try:
             if create:
                 store.initialise(bank_id=uuid.uuid4().hex[:16])
@@ -127,7 +127,7 @@ class Bank:
         if not location.exists:
             raise BankLocationError(f"no bank at {location.describe()}")
         prepare_for_write(location)
-        store = open_store(location.url)
+        store = open_store(location.url, given=location.given)
         try:
             if not store.is_initialised():
                 raise BankLocationError(f"{location.describe()}: not a tunebank bank (no events table)")

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from bank.errors import BankLocationError
 
@@ -23,6 +23,8 @@ class BankLocation:
     url: str
     path: Path | None
     source: str
+    given: str | None = None
+    """A server URL as the user spelled it (``postgres://...``), which messages name."""
 
     @property
     def exists(self) -> bool:
@@ -30,8 +32,11 @@ class BankLocation:
         return self.path is None or self.path.exists()
 
     def describe(self) -> str:
-        """A short human description: the file path or the URL, and where it came from."""
-        return f"{self.path or self.url} (from {self.source})"
+        """A short human description: the file path or the URL as given (its password
+        masked), and where it came from."""
+        if self.path is not None:
+            return f"{self.path} (from {self.source})"
+        return f"{masked(self.given or self.url)} (from {self.source})"
 
 
 def default_folder(env: Mapping[str, str]) -> tuple[Path, str]:
@@ -75,7 +80,7 @@ def _from_text(text: str, source: str) -> BankLocation:
     if scheme in ("postgresql", "postgres", "postgresql+psycopg"):
         url = "postgresql+psycopg://" + text.split("://", 1)[1]
         _check_url(url, source)
-        return BankLocation(url, None, source)
+        return BankLocation(url, None, source, given=text)
     raise BankLocationError(
         f"{source}: database scheme {scheme!r} is not supported; use a file path, sqlite:///PATH "
         "or postgresql://USER@HOST/DB"
@@ -123,3 +128,12 @@ def prepare_for_write(location: BankLocation) -> None:
                                 "its -wal and -shm files beside the bank)")
     if location.path.exists() and not os.access(location.path, os.W_OK):
         raise BankLocationError(f"bank file {location.path}: not writable by this user")
+
+
+def masked(url: str) -> str:
+    """``url`` with its password, if any, shown as ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))

@@ -33,16 +33,17 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(_LATER[name]), name)
 
 
-def open_store(url: str, *, read_only: bool = False) -> EventStore:
+def open_store(url: str, *, read_only: bool = False, given: str | None = None) -> EventStore:
     """The recorder for the bank at ``url``: PostgreSQL for ``postgresql...`` URLs, else SQLite
-    (nothing is connected until the first transaction)."""
+    (nothing is connected until the first transaction). Its errors name the database as
+    ``given`` (the user's spelling of the URL), if given."""
     if url.startswith("postgresql"):
         from bank.store.postgres import PostgresStore
 
-        return PostgresStore(url, read_only=read_only)
+        return PostgresStore(url, read_only=read_only, given=given)
     from bank.store.sqlite import SQLiteStore
 
-    return SQLiteStore(url, read_only=read_only)
+    return SQLiteStore(url, read_only=read_only, given=given)
 
 
 __all__ = ["AppendResult", "EventFilter", "EventStore", "PolicyFilter", "Replay", "StreamResult",

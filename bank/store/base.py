@@ -61,13 +61,14 @@ class EventStore(ABC):
         url: the bank's URL (``sqlite:///path``, ``sqlite://`` for memory,
             ``postgresql+psycopg://...``).
         read_only: open it for reading only (every write raises StoreError).
+        given: the URL as the user gave it, which errors name (default: ``url``).
     """
 
     dialect: str = ""
 
-    def __init__(self, url: str, *, read_only: bool = False) -> None:
+    def __init__(self, url: str, *, read_only: bool = False, given: str | None = None) -> None:
         self.url = url
-        self.where = self.describe(url)
+        self.where = self.describe(given or url)
         self.read_only = read_only
         self._local = threading.local()
         self._open: list[Any] = []  # every connection opened, to close them all

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
+from bank.location import masked
 from bank.store import statements as sql
 from bank.store.base import EventStore, Mode
 from bank.store.driver import Db, FormatStyleDb
@@ -49,11 +49,7 @@ class PostgresStore(EventStore):
 
     @staticmethod
     def describe(url: str) -> str:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        host = parts.netloc.rsplit("@", 1)[1]
-        return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+        return masked(url)
 
     def _connect(self) -> Any:
         import psycopg

@@ -47,8 +47,8 @@ class SQLiteStore(EventStore):
 
     dialect = "sqlite"
 
-    def __init__(self, url: str, *, read_only: bool = False) -> None:
-        super().__init__(url, read_only=read_only)
+    def __init__(self, url: str, *, read_only: bool = False, given: str | None = None) -> None:
+        super().__init__(url, read_only=read_only, given=given)
         self.path = None if is_memory(url) else url.removeprefix("sqlite:///")
         self._shared: sqlite3.Connection | None = None
 

@@ -205,3 +205,12 @@ def test_options_with_a_fixed_set_of_values_show_them(command: str) -> None:
         assert f"{option} <str>" not in shown.stdout, (command, option)
     if command != "export":
         assert "--job-type <operator|subgraph|2|1>" in shown.stdout
+
+
+@pytest.mark.parametrize("url", ["postgres://nobody:secret@127.0.0.1:1/x",
+                                 "postgresql://nobody@127.0.0.1:1/x"])
+def test_a_server_bank_is_named_as_the_user_gave_it(url: str) -> None:
+    result = runner.invoke(app, ["tasks", "--db", url])
+    assert result.exit_code == 1
+    assert url.replace(":secret@", ":***@") in result.stderr
+    assert "psycopg" not in result.stderr and "secret" not in result.stderr
