@@ -33,3 +33,7 @@ class StoreError(BankError):
     def __init__(self, message: str, *, transient: bool = False) -> None:
         super().__init__(message)
         self.transient = transient
+
+
+READ_ONLY = "read-only for this user (it can be read, not changed)"
+"""How every refusal to write a bank this user may only read ends, whichever check meets it."""

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from bank.errors import BankLocationError
+from bank.errors import READ_ONLY, BankLocationError
 
 BANK_FILE = "bank.db"
 MADE_FOLDERS = frozenset({"ASCEND_CACHE_PATH", "the AOE default folder"})
@@ -124,10 +124,10 @@ def prepare_for_write(location: BankLocation) -> None:
     except OSError as exc:
         raise BankLocationError(f"bank folder {folder}: cannot be created ({exc.strerror})") from exc
     if not os.access(folder, os.W_OK):
-        raise BankLocationError(f"bank folder {folder}: not writable by this user (SQLite keeps "
-                                "its -wal and -shm files beside the bank)")
+        raise BankLocationError(f"bank {location.path}: {READ_ONLY}: its folder is (SQLite "
+                                "writes its -wal and -shm files beside the bank)")
     if location.path.exists() and not os.access(location.path, os.W_OK):
-        raise BankLocationError(f"bank file {location.path}: not writable by this user")
+        raise BankLocationError(f"bank {location.path}: {READ_ONLY}")
 
 
 def masked(url: str) -> str:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Literal, TypeVar
 
-from bank.errors import StoreError
+from bank.errors import READ_ONLY, StoreError
 from bank.events import Event, EventKind, StoredEvent
 from bank.projection import Policy, PolicyKey
 from bank.rows import values_to_event, values_to_policy
@@ -223,7 +223,7 @@ class EventStore(ABC):
         """Run ``work`` in one write transaction, again from the start if the database refused it
         for a moment (see :data:`RETRY_DELAYS`); any other error, or the last refusal, is raised."""
         if self.read_only:
-            raise StoreError(f"{self.where}: read-only for this user (it can be read, not changed)")
+            raise StoreError(f"bank {self.where}: {READ_ONLY}")
         for attempt, delay in enumerate((*RETRY_DELAYS, None), 1):
             try:
                 with self.transaction("write") as db:

@@ -476,4 +476,4 @@ def test_a_read_only_bank_reads_and_refuses_writes_in_one_line(base_bank: Path) 
     for run in done[len(reads):]:
         assert run["code"] == 1, run
         (line,) = str(run["stderr"]).splitlines()
-        assert "not writable by this user" in line or "read-only for this user" in line, run
+        assert "read-only for this user (it can be read, not changed)" in line, run
