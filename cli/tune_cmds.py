@@ -321,18 +321,27 @@ def _nearest_cell(nearest: Sequence[Neighbour], soc_version: str) -> str | None:
 @user_errors
 def socs(as_json: JsonOption = False) -> None:
     """List the chips the sim cost model knows, with their parameters."""
-    from tuner.socs import SOCS
+    from tuner.socs import SOCS, SocSpec
 
     if as_json:
         print_json([spec.as_dict() for spec in SOCS.values()])
         return
+    columns = {"ai_cores": 1, "vector_cores": 1, "freq_ghz": 1, "l0a_bytes": 1024,
+               "l0b_bytes": 1024, "l0c_bytes": 1024, "l1_bytes": 1024, "ub_bytes": 1024,
+               "gm_gbps": 1}  # each field shown, and what it is divided by
+
+    def cell(spec: SocSpec, name: str) -> str:
+        value = f"{getattr(spec, name) / columns[name]:g}"
+        return f"{value}*" if name in spec.estimates else value
+
     print_table(
         ["soc_version", "ai_cores", "vector_cores", "GHz", "L0A KiB", "L0B KiB", "L0C KiB",
-         "L1 KiB", "UB KiB", "GM GB/s", "fp16 TFLOPS", "estimated"],
-        [[s.soc_version, s.ai_cores, s.vector_cores, s.freq_ghz, s.l0a_bytes // 1024,
-          s.l0b_bytes // 1024, s.l0c_bytes // 1024, s.l1_bytes // 1024, s.ub_bytes // 1024,
-          s.gm_gbps, round(s.peak_tflops(), 1), len(s.estimates)] for s in SOCS.values()],
+         "L1 KiB", "UB KiB", "GM GB/s", "fp16 TFLOPS"],
+        [[s.soc_version, *(cell(s, name) for name in columns), round(s.peak_tflops(), 1)]
+         for s in SOCS.values()],
     )
+    typer.echo("* an estimate: the chip's published figures do not give it (docs/cost-model.md); "
+               "`bank socs --json` lists each chip's estimates")
 
 
 __all__ = ["plan", "socs", "tune"]

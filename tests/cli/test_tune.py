@@ -84,6 +84,10 @@ def test_socs_lists_every_chip_with_estimates_marked() -> None:
     assert chips["Ascend910B2"]["ai_cores"] == 24 and "ai_cores" not in chips["Ascend910B2"]["estimates"]
     table = runner.invoke(app, ["socs"])
     assert "Ascend910B2" in table.stdout
+    rows = {line.split()[0]: line.split() for line in table.stdout.splitlines()}
+    assert rows["Ascend910B2"][1:3] == ["24", "48"]  # published: no mark
+    assert rows["Ascend910B2"][9] == "1600*"  # GM bandwidth: an estimate, marked
+    assert table.stdout.splitlines()[-1].startswith("* an estimate")
 
 
 def test_plan_before_and_after_a_tune(tmp_path: Path) -> None:
