@@ -66,6 +66,17 @@ class Outcome:
         return {**{k: v for k, v in named.items() if v is not None}, **self.extra}
 
 
+def _not_a_bank(store: EventStore, location: BankLocation) -> BankLocationError:
+    """What is wrong with a database that holds no bank: empty (``bank init`` makes one in
+    it), or holding other tables."""
+    with store.transaction() as db:
+        empty = not store.table_names(db)
+    if empty:
+        return BankLocationError(f"{location.describe()}: an empty database, not a bank yet; "
+                                 "`bank init` with the same --db makes one")
+    return BankLocationError(f"{location.describe()}: not a tunebank bank (no events table)")
+
+
 class Bank:
     """A tuning knowledge bank: an event log and the projections derived from it.
 
@@ -106,7 +117,7 @@ class Bank:
             if create:
                 store.initialise(bank_id=uuid.uuid4().hex[:16])
             elif not store.is_initialised():
-                raise BankLocationError(f"{location.describe()}: not a tunebank bank (no events table)")
+                raise _not_a_bank(store, location)
             check_version(store.schema_version(), location.describe())
             return cls(store, location)
         except BaseException:
@@ -130,7 +141,7 @@ class Bank:
         store = open_store(location.url, given=location.given)
         try:
             if not store.is_initialised():
-                raise BankLocationError(f"{location.describe()}: not a tunebank bank (no events table)")
+                raise _not_a_bank(store, location)
             return upgrade(store, location.describe())
         finally:
             store.close()

@@ -100,3 +100,19 @@ def test_a_new_bank_file_is_in_wal_mode_and_opening_one_changes_nothing(tmp_path
     with Bank.open(str(path), create=True) as bank:
         bank.tasks()
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
+
+
+@pytest.mark.parametrize("kind", ["sqlite-file", "postgresql"])
+def test_an_empty_database_points_to_bank_init(kind: str, tmp_path: Path,
+                                               request: pytest.FixtureRequest) -> None:
+    from bank import Bank
+    from bank.errors import BankLocationError
+
+    if kind == "sqlite-file":
+        url = str(tmp_path / "empty.db")
+        Path(url).write_bytes(b"")
+    else:
+        url = str(request.getfixturevalue("postgres_url"))
+    with pytest.raises(BankLocationError, match="an empty database, not a bank yet; `bank init` "
+                                                "with the same --db makes one"):
+        Bank.open(url)
