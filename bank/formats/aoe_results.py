@@ -206,21 +206,31 @@ def _op(entry: Any, where: str, kind: str, scale: float, mode: str | None = None
                      for when in ("before", "after"))
     _check_improvement(entry.get("performance_improvement"), before, after, where)
     name = entry.get("op_name")
-    op_type = entry.get("op_type")
-    if isinstance(op_type, list) and all(isinstance(t, str) for t in op_type):
-        op_type = "+".join(op_type)  # AOE lists the types of a fused operator
-    elif op_type is not None and not isinstance(op_type, str):
-        raise ImportFormatError(f"{where}.op_type: must be a string or a list of strings, not "
-                                f"{shown(op_type)}")
+    op_type = _op_type(entry.get("op_type"), where)
     key = entry.get("repo_key")
     if scale != 1 and (not isinstance(key, str | int) or not str(key).isdigit()):
         raise ImportFormatError(f"{where}.repo_key: must be a decimal key, not {shown(key)}")
-    if scale == 1 and (not isinstance(name, str) or not name):
-        raise ImportFormatError(f"{where}.op_name: must be a non-empty string")
-    return ImportedOp(kind, name, op_type if isinstance(op_type, str) else None,
+    if scale == 1:
+        _op_name(name, where)
+    return ImportedOp(kind, name, op_type,
                       None if before is None else before * scale,
                       None if after is None else after * scale, mode,
                       str(key) if key is not None else None)
+
+
+def _op_type(value: Any, where: str) -> str | None:
+    """An operator's op_type: a string, or AOE's list of a fused operator's types (joined)."""
+    if isinstance(value, list) and all(isinstance(t, str) for t in value):
+        return "+".join(value)
+    if value is not None and not isinstance(value, str):
+        raise ImportFormatError(f"{where}.op_type: must be a string or a list of strings, not "
+                                f"{shown(value)}")
+    return value
+
+
+def _op_name(value: Any, where: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise ImportFormatError(f"{where}.op_name: must be a non-empty string")
 
 
 def _optional_time(entry: dict[str, Any], name: str, where: str) -> float | None:
@@ -261,6 +271,8 @@ def _v2_op(entry: Any, where: str) -> ImportedOp:
     if not isinstance(entry, dict) or not isinstance(entry.get("tune_performance"), dict) \
             or not entry["tune_performance"]:
         raise ImportFormatError(f"{where}: needs op_name, op_type and a tune_performance object")
+    _op_name(entry.get("op_name"), where)  # they sit beside tune_performance, not in it
+    _op_type(entry.get("op_type"), where)
     found = []
     for mode, perf in entry["tune_performance"].items():
         if mode not in MODES:

@@ -114,3 +114,24 @@ def test_csv_has_one_row_per_policy(tmp_path: Path) -> None:
     assert len(rows) == 3
     assert {r["soc_version"] for r in rows} == {"Ascend310", "Ascend910B2"}
     assert json.loads(rows[0]["knowledge"])["baseM"] == 64
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("op_name", 5, "repo_modified_operators[0].op_name: must be a non-empty string"),
+    ("op_type", {"x": 1}, "repo_modified_operators[0].op_type: must be a string or a list"),
+])
+def test_a_v2_operators_field_error_names_where_the_field_sits(tmp_path: Path, field: str,
+                                                                value: object, message: str) -> None:
+    """op_name and op_type sit beside tune_performance in the newer format, not inside it."""
+    from bank.formats.aoe_results import ImportFormatError, load_result_file
+
+    source = Path(__file__).resolve().parents[2] / "fixtures" / "aoe" / \
+        "aoe_result_opat_20240315_14300512_4713.json"
+    data = json.loads(source.read_text(encoding="utf-8"))
+    report = next(iter(data.values()))  # the first report of the file
+    report[1]["OPAT"]["repo_modified_operators"][0][field] = value
+    broken = tmp_path / source.name
+    broken.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ImportFormatError) as raised:
+        load_result_file(broken)
+    assert message in str(raised.value) and "tune_performance" not in str(raised.value)

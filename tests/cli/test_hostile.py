@@ -360,7 +360,7 @@ def test_a_folder_given_as_a_file(option: str, base_bank: Path, scratch: Path) -
 
 
 @pytest.mark.parametrize(("content", "message"), [
-    (b"", "not a tunebank bank (no events table)"),
+    (b"", "an empty database, not a bank yet; `bank init` with the same --db makes one"),
     (b"SQLite format 3\x00" + b"\xff" * 200, "file is not a database"),
     (random.Random(3).randbytes(8192), "file is not a database"),
     (b"just some text\n", "file is not a database"),
