@@ -31,6 +31,10 @@ DbOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+LimitOption = Annotated[int | None, typer.Option("--limit", min=1, help="Show the first N rows only.")]
+SortOption = Annotated[str | None, typer.Option(
+    "--sort", metavar="COLUMN", help="Sort the rows by this column (-COLUMN: descending).")]
+CsvOption = Annotated[bool, typer.Option("--csv", help="Print CSV (the table's columns) instead of a table.")]
 SocOption = Annotated[
     str | None, typer.Option("--soc-version", help="Only this chip, e.g. Ascend910B2.")
 ]
@@ -134,9 +138,46 @@ def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
 
+def show_rows(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, limit: int | None = None,
+              sort: str | None = None, as_csv: bool = False) -> None:
+    """A command's rows as a table, or as CSV: sorted by a column (``-name`` descending, an
+    empty cell last either way), then cut to ``limit``.
+
+    Raises:
+        typer.Exit: ``sort`` names no column (the error is printed).
+    """
+    listed = list(rows)
+    if sort is not None:
+        name = sort.removeprefix("-")
+        if name not in headers:
+            raise fail(f"--sort: no column {name!r} (columns: {', '.join(headers)})", code=2)
+        column = list(headers).index(name)
+        present = [row for row in listed if row[column] is not None]
+        present.sort(key=lambda row: _sort_key(row[column]), reverse=sort.startswith("-"))
+        listed = present + [row for row in listed if row[column] is None]
+    if limit is not None:
+        listed = listed[:limit]
+    if as_csv:
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(headers)
+        writer.writerows(_formatted(listed, blank=""))
+        return
+    print_table(headers, listed)
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    """Numbers by value, before text by its characters."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, value)
+    return (1, str(value))
+
+
 def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-    """Print rows under headers, columns padded to their widest cell."""
-    cells = [[_cell(value) for value in row] for row in rows]
+    """Print rows under headers, columns padded to their widest cell; a column that holds a
+    fraction shows all its numbers with three decimals."""
+    cells = _formatted(list(rows), blank="-")
     widths = [len(h) for h in headers]
     for row in cells:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
@@ -149,11 +190,23 @@ def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
     return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
 
-def _cell(value: Any) -> str:
+def _formatted(rows: Sequence[Sequence[Any]], blank: str) -> list[list[str]]:
+    """Each cell as text, one number format per column: three decimals in a column holding a
+    fraction (``8.000`` beside ``7.812``), else as it is; ``blank`` for nothing."""
+    fractional = {i for row in rows for i, value in enumerate(row)
+                  if isinstance(value, float) and math.isfinite(value) and not value.is_integer()}
+    return [[_cell(value, i in fractional, blank) for i, value in enumerate(row)] for row in rows]
+
+
+def _cell(value: Any, decimals: bool, blank: str) -> str:
     if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.3f}".rstrip("0").rstrip(".") if math.isfinite(value) else "-"
+        return blank
+    if isinstance(value, float) and not math.isfinite(value):
+        return blank
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if decimals:
+            return f"{value:.3f}"
+        return str(int(value)) if isinstance(value, float) else str(value)
     return str(value)
 
 

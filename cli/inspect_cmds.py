@@ -10,15 +10,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli.common import (
+    CsvOption,
     DbOption,
     JsonOption,
+    LimitOption,
     SocOption,
+    SortOption,
     check_socs,
     fail,
     open_bank,
     print_json,
     print_table,
     short_time,
+    show_rows,
     user_errors,
 )
 
@@ -81,6 +85,9 @@ def query(
     at_seq: Annotated[int | None, typer.Option(
         "--at-seq", min=0, help="Show the bank as it was right after this seq.")] = None,
     as_json: JsonOption = False,
+    limit: LimitOption = None,
+    sort: SortOption = None,
+    as_csv: CsvOption = False,
 ) -> None:
     """List the best policy per key, now or as it was (--as-of, --at-seq)."""
     from bank import PolicyFilter, policy_json
@@ -100,11 +107,10 @@ def query(
     if as_json:
         print_json([policy_json(p) for p in found])
         return
-    print_table(
+    show_rows(
         ["soc_version", "repo_key", "op_type", "best_us", "mode", "backend", "task", "seq", "origin"],
         [[p.soc_version, p.repo_key, p.op_type, p.best_us, p.tune_mode, p.backend, p.task_id, p.seq,
-          p.origin] for p in found],
-    )
+          p.origin] for p in found], limit=limit, sort=sort, as_csv=as_csv)
 
 
 @user_errors
@@ -115,6 +121,9 @@ def history(
     op_type: Annotated[str | None, typer.Option(help="Every outcome of this op type.")] = None,
     soc_version: SocOption = None,
     as_json: JsonOption = False,
+    limit: LimitOption = None,
+    sort: SortOption = None,
+    as_csv: CsvOption = False,
 ) -> None:
     """Show every outcome of a key or an operator, oldest first, with its task and model."""
     if not (repo_key or op_name or op_type):
@@ -127,11 +136,10 @@ def history(
     if as_json:
         print_json([{**s.as_dict(), "model_name": models.get(s.event.task_id)} for s in found])
         return
-    print_table(
+    show_rows(
         ["seq", "time", "kind", "repo_key", "op_name", "task", "model", "before_us", "after_us",
          "origin", "borrowed from"],
-        [_history_row(s, models) for s in found],
-    )
+        [_history_row(s, models) for s in found], limit=limit, sort=sort, as_csv=as_csv)
 
 
 def _history_row(stored: StoredEvent, models: dict[str, str | None]) -> list[object]:
@@ -152,23 +160,28 @@ def events(
     db: DbOption = None,
     since: Annotated[int, typer.Option(min=0, help="Only events after this seq.")] = 0,
     as_json: JsonOption = False,
+    limit: LimitOption = None,
+    sort: SortOption = None,
+    as_csv: CsvOption = False,
 ) -> None:
     """Print the raw log, oldest first (--json: one event per line, streamed)."""
     with open_bank(db) as bank:
-        _print_events(bank, since, as_json)
+        _print_events(bank, since, as_json, limit, sort, as_csv)
 
 
-def _print_events(bank: Bank, since: int, as_json: bool) -> None:
+def _print_events(bank: Bank, since: int, as_json: bool, limit: int | None, sort: str | None,
+                  as_csv: bool) -> None:
     if as_json:
-        for stored in bank.events(since):
+        for n, stored in enumerate(bank.events(since)):
+            if limit is not None and n >= limit:
+                break
             typer.echo(json.dumps(stored.as_dict(), ensure_ascii=False))
         return
-    print_table(
+    show_rows(
         ["seq", "time", "kind", "soc_version", "task", "repo_key", "op_name", "hash"],
         [[s.seq, short_time(s.event.recorded_at), s.event.kind, s.event.soc_version,
           s.event.task_id, s.event.repo_key, s.event.op_name, s.hash[:12]]
-         for s in bank.events(since)],
-    )
+         for s in bank.events(since)], limit=limit, sort=sort, as_csv=as_csv)
 
 
 @user_errors

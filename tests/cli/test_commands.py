@@ -214,3 +214,52 @@ def test_a_server_bank_is_named_as_the_user_gave_it(url: str) -> None:
     assert result.exit_code == 1
     assert url.replace(":secret@", ":***@") in result.stderr
     assert "psycopg" not in result.stderr and "secret" not in result.stderr
+
+
+@pytest.fixture(scope="module")
+def tuned_bank(tmp_path_factory: pytest.TempPathFactory) -> str:
+    folder = tmp_path_factory.mktemp("tuned")
+    db = str(folder / "b.db")
+    model = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "squeezenet.onnx")
+    result = runner.invoke(app, ["tune", model, "--soc-version", "Ascend310", "--db", db,
+                                 "--budget", "8", "--progress-bar", "off"],
+                           env={"ASCEND_WORK_PATH": str(folder)})  # its result files there
+    assert result.exit_code == 0, result.output
+    return db
+
+
+def test_query_sorts_limits_and_writes_csv(tuned_bank: str) -> None:
+    import csv
+    import io
+
+    table = runner.invoke(app, ["query", "--db", tuned_bank, "--sort", "-best_us", "--limit", "3"])
+    assert table.exit_code == 0, table.output
+    times = [float(line.split()[3]) for line in table.stdout.splitlines()[2:]]
+    assert len(times) == 3 and times == sorted(times, reverse=True)
+    everything = json.loads(runner.invoke(app, ["query", "--db", tuned_bank, "--json"]).stdout)
+    assert times[0] == round(max(p["best_us"] for p in everything), 3)
+    written = runner.invoke(app, ["query", "--db", tuned_bank, "--csv", "--sort", "seq"])
+    rows = list(csv.reader(io.StringIO(written.stdout)))
+    assert rows[0][:4] == ["soc_version", "repo_key", "op_type", "best_us"]
+    assert len(rows) - 1 == len(everything)
+    assert all(len(row[3].split(".")[1]) == 3 for row in rows[1:])  # one format for the column
+    assert [int(row[7]) for row in rows[1:]] == sorted(int(row[7]) for row in rows[1:])
+
+
+def test_history_and_events_take_limit_sort_and_csv(tuned_bank: str) -> None:
+    history = runner.invoke(app, ["history", "--db", tuned_bank, "--op-type", "Conv", "--csv",
+                                  "--limit", "2"])
+    assert history.exit_code == 0 and len(history.stdout.splitlines()) == 3
+    newest = runner.invoke(app, ["events", "--db", tuned_bank, "--sort", "-seq", "--limit", "1"])
+    assert "task_finished" in newest.stdout.splitlines()[2]
+    streamed = runner.invoke(app, ["events", "--db", tuned_bank, "--json", "--limit", "2"])
+    assert [json.loads(line)["seq"] for line in streamed.stdout.splitlines()] == [1, 2]
+    wrong = runner.invoke(app, ["events", "--db", tuned_bank, "--sort", "when"])
+    assert wrong.exit_code == 2 and wrong.stderr.startswith("bank: error: --sort: no column 'when'")
+
+
+def test_a_column_holding_a_fraction_shows_every_number_with_three_decimals() -> None:
+    from cli.common import _formatted
+
+    rows = [[1, 8.0, 1200.0, None], [2, 7.8125, 47.0, "x"]]
+    assert _formatted(rows, blank="-") == [["1", "8.000", "1200", "-"], ["2", "7.812", "47", "x"]]
