@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -15,11 +14,9 @@ import typer
 from cli.common import DbOption, JsonOption, fail, open_bank, print_json, print_table, user_errors
 
 if TYPE_CHECKING:
-    from bank import Outcome
     from tuner.campaign_file import CampaignModel
     from tuner.flow import Reporter, TuneReport
     from tuner.options import TuneOptions
-    from tuner.plan import KeyGroup
     from tuner.transfer import Neighbour
 
 
@@ -100,6 +97,7 @@ def tune(
         help="Start a new key's search from the policies of the bank's nearest known keys, and "
              "stop it early once it stops improving.")] = True,
     progress_bar: Annotated[OnOff, typer.Option("--progress-bar", help="Progress on stderr.")] = OnOff.on,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Tune ONNX models into the bank: known keys are reused, new ones searched and recorded.
@@ -130,7 +128,7 @@ def tune(
         tuning_name=tuning_name, result_format=result_format.value, work_dir=result_folder(),
         output=output, transfer=transfer, backend=backend, sim_delay_s=sim_delay_ms / 1000,
         given=_given(ctx, RESUMED))
-    show = progress_bar == OnOff.on and not as_json
+    show = progress_bar == OnOff.on and not as_json and not quiet
     if campaign is not None:
         options, entries, chips = _campaign_file(campaign, options)
         _campaign(options, entries, chips, db, workers, scheduler, show, as_json)
@@ -141,7 +139,7 @@ def tune(
         _campaign(options, models_of(models, options), soc_versions, db, workers, scheduler,
                   show, as_json)
         return
-    reporter = _progress() if progress_bar == OnOff.on and not as_json else None
+    reporter = _progress() if show else None
     try:
         report = run_tune(lambda: open_bank(db, create=True), options, reporter)
     except KeyboardInterrupt:
@@ -215,39 +213,10 @@ def result_folder() -> Path:
 
 
 def _progress() -> Reporter:
-    from tuner.flow import Reporter
+    """The tune's progress on stderr: a bar redrawn in place on a terminal, a few lines else."""
+    from cli.progress import TuneProgress
 
-    class StderrProgress(Reporter):
-        """Progress lines on stderr: a bar per key, AOE's generation lines, each outcome."""
-
-        started = 0.0
-
-        def start(self, keys: int, skipped: int) -> None:
-            self.started = time.monotonic()
-            sys.stderr.write(f"{skipped} key(s) known or already recorded; searching {keys}\n")
-
-        def key_started(self, index: int, total: int, key: KeyGroup) -> None:
-            done = 30 * (index - 1) // max(total, 1)
-            sys.stderr.write(f"[{'#' * done}{'.' * (30 - done)}] {index}/{total} "
-                             f"{key.ops[0].name} ({key.op_type})\n")
-
-        def generation(self, key: KeyGroup, step: int, steps: int, best_us: float) -> None:
-            if step == steps or step % 5 == 0:
-                sys.stderr.write(f"    Generation {step}/{steps}, best latency: "
-                                 f"{best_us / 1000:.6f} ms\n")
-
-        def key_done(self, index: int, total: int, key: KeyGroup, outcome: Outcome) -> None:
-            before, after = outcome.performance_before_us, outcome.performance_after_us
-            times = f" {before:.3f} -> {after:.3f} us" if before and after else ""
-            sys.stderr.write(f"    {outcome.kind}{times}\n")
-
-        def searched(self, done: int, total: int, busy: int) -> None:
-            elapsed = time.monotonic() - self.started
-            left = elapsed / done * (total - done) if done else 0.0
-            sys.stderr.write(f"searched {done}/{total}, {busy} worker(s) busy, "
-                             f"about {left:.0f} s left\n")
-
-    return StderrProgress()
+    return TuneProgress(sys.stderr)
 
 
 def _closing_lines(report: TuneReport) -> None:

@@ -48,12 +48,35 @@ def test_tune_prints_progress_and_closing_lines(tmp_path: Path, monkeypatch: pyt
     result = runner.invoke(app, ["tune", MODEL, "--soc-version", "Ascend310", "--db", "b.db",
                                  "--budget", "64", "--mode", "ga"])
     assert result.exit_code == 0, result.output
-    assert "Generation 4/4, best latency:" in result.stderr  # 64 measurements, 16 a generation
+    lines = result.stderr.splitlines()  # not a terminal: a first line, then one per quarter
+    assert lines[0] == "0 key(s) known or already recorded; searching 26" and len(lines) == 5
+    spent = int(next(line for line in result.stdout.splitlines()
+                     if line.startswith("measurements: ")).split()[1])
+    assert lines[-1].startswith(f"[{'#' * 30}] 26/26 keys, {spent:,} measurements, best gain ")
     assert "Performance improved by" in result.stdout
-    quiet = runner.invoke(app, ["tune", MODEL, "--soc-version", "Ascend310", "--db", "b.db",
-                                "--progress-bar", "off"])
-    assert quiet.stderr == ""
-    assert "Performance improved by 0.00%" in quiet.stdout
+    for off in (["--progress-bar", "off"], ["--quiet"], ["-q"]):
+        quiet = runner.invoke(app, ["tune", MODEL, "--soc-version", "Ascend310", "--db", "b.db", *off])
+        assert quiet.stderr == ""
+        assert "Performance improved by 0.00%" in quiet.stdout
+
+
+def test_on_a_terminal_the_bar_is_redrawn_in_place() -> None:
+    import io
+
+    from bank import EventKind, Outcome
+    from cli.progress import TuneProgress
+
+    out = io.StringIO()
+    progress = TuneProgress(out, interactive=True)
+    progress.start(4, 1)
+    for n in range(4):
+        progress.key_done(n + 1, 4, None, Outcome(  # type: ignore[arg-type]
+            EventKind.ADD, str(n), performance_before_us=10.0, performance_after_us=10.0 - n,
+            extra={"measurements": 8}))
+    text = out.getvalue()
+    assert text.count("\n") == 2  # the first line, and the bar's when it is full
+    assert text.count("\r") == 5  # drawn at the start and after each key
+    assert text.rstrip("\n").endswith("] 4/4 keys, 32 measurements, best gain 30.0%\x1b[K")
 
 
 @pytest.mark.parametrize(
