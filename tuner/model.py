@@ -49,6 +49,7 @@ class Model:
     """A loaded model: its name, content hash and operators in graph order."""
 
     name: str
+    """The model file's name without its suffix (what tasks and tuning names show)."""
     path: Path
     sha256: str
     operators: tuple[Operator, ...]
@@ -106,7 +107,7 @@ def load_model(path: Path, input_shapes: Mapping[str, Sequence[int]] | None = No
         reason = str(exc).strip().splitlines()[-1][:200]
         raise ModelError(f"{path}: shape inference failed: {reason}") from exc
     operators = _operators(inferred, path)
-    name = proto.graph.name or path.stem
+    name = path.stem  # the name its user gave the file: a graph is often "main_graph" or a zoo's
     return Model(name=name, path=path,
                  sha256=hashlib.sha256(data).hexdigest(), operators=operators, proto=inferred)
 

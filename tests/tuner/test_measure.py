@@ -139,7 +139,7 @@ def test_a_resumed_task_keeps_its_backend(plug_in: None, tmp_path: Path,
     from bank import Bank
 
     with Bank.open("b.db") as bank:  # a task the npu backend started, then was killed
-        bank.start_task("Ascend310", tuning_name="t", model_name="squeezenet_old",
+        bank.start_task("Ascend310", tuning_name="t", model_name="squeezenet",
                         model_hash=_model_hash(), job_type="opat", search_mode="ga",
                         extra={"seed": 0, "budget": 8, "retune": False, "transfer": True,
                                "noise": 0.0, "run_loop": 1, "backend": "npu",
