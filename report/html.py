@@ -120,7 +120,7 @@ def _chip(chip: ChipReport) -> str:
     parts.append(f"<h3>Latest policy changes ({len(chip.changes)}, the last appended first)</h3>")
     parts.append(_table(["seq", "recorded_at", "kind", "op_type", "repo_key", "before us", "after us",
                          "task", "origin", "borrowed from"],
-                        [[(c.seq, c.seq), c.recorded_at, c.kind, c.op_type, c.repo_key,
+                        [[(c.seq, c.seq), _when(c.recorded_at), c.kind, c.op_type, c.repo_key,
                           _num(c.before_us), _num(c.after_us), by_id.get(c.task_id, c.task_id), c.origin,
                           c.borrowed or "-"]
                          for c in chip.changes]))
@@ -135,7 +135,7 @@ def _task_table(tasks: Sequence[TaskView], measurements: dict[str, int]) -> str:
         speed = ((t.model_baseline_ms - t.model_result_ms) / t.model_result_ms * 100
                  if t.model_baseline_ms and t.model_result_ms else None)
         rows.append([n, t.task_id, t.tuning_name, t.model_name, (t.model_hash or "")[:8], t.job_type,
-                     t.search_mode, t.status, t.started_at, t.add_num, t.hit_num, t.update_num,
+                     t.search_mode, t.status, _when(t.started_at), t.add_num, t.hit_num, t.update_num,
                      t.reserved_num, t.unsatisfied_num, t.total_num, measurements.get(t.task_id, 0),
                      _num(t.model_baseline_ms), _num(t.model_result_ms),
                      (f"{speed:.2f}%", speed) if speed is not None else "",
@@ -175,3 +175,8 @@ def _label(task: TaskView) -> str:
 def _improvement(task: TaskView) -> str:
     before, after = task.model_baseline_ms, task.model_result_ms
     return f"{(before - after) / after * 100:+.1f}%" if before and after else ""
+
+
+def _when(stamp: str | None) -> str:
+    """A log time as people read it: date and time to the second, in UTC."""
+    return "-" if not stamp else stamp[:19].replace("T", " ") + " UTC"

@@ -155,3 +155,11 @@ def test_the_changes_say_what_a_search_borrowed(report: tuple[Path, str]) -> Non
     (donor,) = [t["task_id"] for t in tasks if t["tuning_name"] == "vgg <b>19</b>"]
     assert "borrowed from" in page
     assert re.search(rf"\d+ of {donor} \(4\.0\)", page)
+
+
+def test_times_are_shown_to_the_second(report: tuple[Path, str]) -> None:
+    import re
+
+    page = report[0].read_text(encoding="utf-8")
+    assert re.search(r"\d\d:\d\d:\d\d\.\d", page) is None  # no fractions of a second
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", page)
