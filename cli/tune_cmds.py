@@ -43,7 +43,7 @@ class ResultFormat(StrEnum):
 def tune(
     ctx: typer.Context,
     models: Annotated[list[Path] | None, typer.Argument(
-        exists=True, dir_okay=False, metavar="MODEL",
+        exists=True, dir_okay=False, metavar="MODEL...",
         help="The ONNX model; several make a campaign (each key searched once per chip).")] = None,
     soc_versions: Annotated[list[str] | None, typer.Option(
         "--soc-version", help="Chip to tune for (see `bank socs`); repeat it for a campaign.")] = None,

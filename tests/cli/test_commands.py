@@ -205,6 +205,8 @@ def test_options_with_a_fixed_set_of_values_show_them(command: str) -> None:
         assert f"{option} <str>" not in shown.stdout, (command, option)
     if command != "export":
         assert "--job-type <operator|subgraph|2|1>" in shown.stdout
+    if command == "tune":  # several models make a campaign; the usage line says so
+        assert shown.stdout.startswith("Usage: bank tune [OPTIONS] [MODEL...]")
 
 
 @pytest.mark.parametrize("url", ["postgres://nobody:secret@127.0.0.1:1/x",
