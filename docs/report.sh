@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Makes docs/report.png: a bank of a few tunes (two versions of ResNet-50, a subgraph tune, VGG-19
-# on a second chip, a colleague's bank merged in, an AOE result file imported), its `bank report`,
-# and a headless Chromium screenshot of the page's top. Usage: bash docs/report.sh
+# Makes docs/report.png: a bank of ten tasks on three chips (two versions of ResNet-50, a subgraph
+# tune, a colleague's bank merged in, an AOE result file imported, VGG-19 and ResNet-50 on a second
+# chip, SqueezeNet alone on a third), its `bank report`, and a headless Chromium screenshot of the
+# page's top in a 1400 px window. Usage: bash docs/report.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -19,8 +20,10 @@ quiet bank tune "$models/squeezenet.onnx" --soc-version Ascend310P3 --db colleag
 bank merge colleague.db --db bank.db > /dev/null
 bank import "$root/fixtures/aoe/aoe_result_opat_20240315_14300512_4713.json" --soc-version Ascend310P3 --db bank.db > /dev/null
 quiet bank tune "$models/vgg19.onnx" --soc-version Ascend910B2 --db bank.db
+quiet bank tune "$models/resnet50.onnx" --soc-version Ascend910B2 --db bank.db
+quiet bank tune "$models/squeezenet.onnx" --soc-version Ascend310 --db bank.db
 bank report --out report.html --db bank.db
 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
   --disable-component-update --disable-sync --hide-scrollbars --user-data-dir="$work/profile" \
-  --window-size=1200,2100 --screenshot="$root/docs/report.png" "file://$work/report.html" 2> /dev/null
+  --window-size=1400,2000 --screenshot="$root/docs/report.png" "file://$work/report.html" 2> /dev/null
 echo "docs/report.png from $(bank tasks --db bank.db --json | python -c 'import json,sys; print(len(json.load(sys.stdin)))') tasks"

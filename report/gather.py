@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -62,13 +63,35 @@ class ChipReport:
 
 
 @dataclass(frozen=True)
+class ModelVersion:
+    """One content of a model under its name: version 1 is the first content tuned under that
+    name (in the whole bank, by start time), 2 the next, and so on."""
+
+    name: str
+    version: int
+    model_hash: str
+    tasks: tuple[TaskView, ...]
+    """Its tasks the report shows, on every chip, in the order they started."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} v{self.version}"
+
+
+@dataclass(frozen=True)
 class BankReport:
-    """The whole report: the bank's identity and head, and one section per chip."""
+    """The whole report: the bank's identity and head, one section per chip, and the model
+    versions tuned (to set each model beside itself across chips)."""
 
     bank_id: str
     head_seq: int
     head_hash: str
     chips: tuple[ChipReport, ...]
+    models: tuple[ModelVersion, ...] = ()
+
+    def version_of(self) -> dict[str, ModelVersion]:
+        """Each task's model version, by task id (tasks without a model have none)."""
+        return {task.task_id: model for model in self.models for task in model.tasks}
 
 
 def gather(bank: Bank, soc_version: str | None = None, trail: int = TRAIL) -> BankReport:
@@ -82,7 +105,8 @@ def gather(bank: Bank, soc_version: str | None = None, trail: int = TRAIL) -> Ba
             found = chips[soc] = ChipReport(soc)
         return found
 
-    for task in bank.tasks():
+    every = bank.tasks()
+    for task in every:
         if soc_version in (None, task.soc_version):
             chip(task.soc_version).tasks.append(task)
     before: dict[tuple[str, str], float] = {}
@@ -116,7 +140,28 @@ def gather(bank: Bank, soc_version: str | None = None, trail: int = TRAIL) -> Ba
         chip(soc).changes = [_change(row, payload) for row, payload in reversed(changes)]
     for each in chips.values():  # an imported task keeps the time it started on its own machine
         each.tasks.sort(key=lambda t: (t.started_at, t.first_seq))
-    return BankReport(bank.bank_id, head, link, tuple(chips[s] for s in sorted(chips)))
+    shown = {task.task_id for each in chips.values() for task in each.tasks}
+    return BankReport(bank.bank_id, head, link, tuple(chips[s] for s in sorted(chips)),
+                      model_versions(every, shown))
+
+
+def model_versions(tasks: Iterable[TaskView],
+                   shown: Collection[str] | None = None) -> tuple[ModelVersion, ...]:
+    """The model versions of ``tasks``, numbered per name in the order their contents were first
+    tuned; each keeps those of its tasks whose ids are in ``shown`` (all when None). Numbering
+    over every task keeps a version's number the same in a report of one chip."""
+    ordered = sorted((t for t in tasks if t.model_name), key=lambda t: (t.started_at, t.first_seq))
+    found: dict[tuple[str, str], list[TaskView]] = {}
+    for task in ordered:
+        found.setdefault((str(task.model_name), task.model_hash or ""), []).append(task)
+    count: dict[str, int] = {}
+    versions = []
+    for (name, model_hash), of_version in found.items():  # insertion order: first tuned first
+        count[name] = count.get(name, 0) + 1
+        kept = tuple(t for t in of_version if shown is None or t.task_id in shown)
+        if kept:
+            versions.append(ModelVersion(name, count[name], model_hash, kept))
+    return tuple(sorted(versions, key=lambda m: (m.name, m.version)))
 
 
 def _change(row: tuple[Any, ...], payload: dict[str, Any]) -> Change:

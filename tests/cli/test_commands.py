@@ -160,7 +160,7 @@ def test_user_errors_are_one_line(demo: tuple[str, list[str]], tmp_path: Path,
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["tune", ".", "--soc-version", "Ascend310"], "Invalid value for 'model': file '.' is a directory."),
+    (["tune", ".", "--soc-version", "Ascend310"], "Invalid value for 'model...': file '.' is a directory."),
     (["tune"], "Missing argument 'model'."),
     (["tune", "m.onnx", "--soc-version", "Ascend310", "--budget", "0"], "Invalid value for '--budget'"),
     (["tune", "m.onnx", "--soc-version", "Ascend310", "--tuning-config", "."],

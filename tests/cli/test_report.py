@@ -55,28 +55,66 @@ def test_the_page_stands_alone(report: tuple[Path, str]) -> None:
     assert "vgg &lt;b&gt;19&lt;/b&gt;" in page and "<b>19</b>" not in page
 
 
+def _task_rows(body: str) -> list[dict[str, str]]:
+    """The tasks table of a chip's section, as one {column: text} per row."""
+    table = re.search(r'<div class="tasks">.*?<thead>(.*?)</thead><tbody>(.*?)</tbody>', body, re.S)
+    assert table is not None
+    headers = re.findall(r"<th[^>]*>([^<]*)</th>", table.group(1))
+    return [dict(zip(headers, re.findall(r"<td[^>]*>([^<]*)</td>", row), strict=True))
+            for row in re.findall(r"<tr>(.*?)</tr>", table.group(2))]
+
+
+def _sections(page: str) -> dict[str, str]:
+    return dict(re.findall(r'<section class="chip" id="([^"]+)">(.*?)</section>', page, re.S))
+
+
 def test_each_chip_has_its_tasks_plots_and_trail(report: tuple[Path, str]) -> None:
     out, db = report
     page = out.read_text(encoding="utf-8")
     tasks = json.loads(runner.invoke(app, ["tasks", "--db", db, "--json"]).stdout)
-    chips = sorted({t["soc_version"] for t in tasks})
-    sections = re.findall(r'<section class="chip" id="([^"]+)">(.*?)</section>', page, re.S)
-    assert [name for name, _ in sections] == chips
-    for name, body in sections:
+    sections = _sections(page)
+    assert sorted(sections) == sorted({t["soc_version"] for t in tasks}) == ["Ascend310", "Ascend910B2"]
+    for name, body in sections.items():
+        rows = {row["task"]: row for row in _task_rows(body)}
         mine = [t for t in tasks if t["soc_version"] == name]
-        for task in mine:  # each task's row holds its id and its counts in AOE's order
-            row = re.search(rf"<tr><td class=\"n\">\d+</td><td>{task['task_id']}</td>(.*?)</tr>", body)
-            assert row is not None
-            cells = re.findall(r"<td[^>]*>([^<]*)</td>", row.group(1))
-            summary = task["repo_summary"]
-            assert cells[7:13] == [str(summary[f]) for f in ("repo_add_num", "repo_hit_num",
-                                                             "repo_update_num", "repo_reserved_num",
-                                                             "repo_unsatisfied_num", "total_num")]
-        assert body.count("<svg") >= 2 and "Latest policy changes" in body
-    assert len(sections) == 2
-    ascend310 = dict(sections)["Ascend310"]
-    assert ascend310.count("<svg") == 4  # summaries, model times, measurements, keys
-    assert "Conv+Relu" in ascend310  # the subgraph tune's changes are in the trail
+        assert sorted(rows) == sorted(t["task_id"] for t in mine)
+        for task in mine:  # each task's row holds its counts under AOE's names
+            row, summary = rows[task["task_id"]], task["repo_summary"]
+            assert [row[c] for c in ("add", "hit", "update", "reserved", "unsat", "total")] == [
+                str(summary[f]) for f in ("repo_add_num", "repo_hit_num", "repo_update_num",
+                                          "repo_reserved_num", "repo_unsatisfied_num", "total_num")]
+            assert row["invariants"] == "ok"
+        assert body.count("<svg") == 2 and "Latest policy changes" in body  # tasks chart, keys scatter
+    assert "Conv+Relu" in sections["Ascend310"]  # the subgraph tune's changes are in the trail
+
+
+def test_bars_name_the_model_and_its_version(report: tuple[Path, str]) -> None:
+    """Each chart row says which task it is in words: its number in the table, the model and its
+    version, and `subgraph` for a subgraph tune; the tooltip adds the tuning name and task id."""
+    out, db = report
+    sections = _sections(out.read_text(encoding="utf-8"))
+    tasks = json.loads(runner.invoke(app, ["tasks", "--db", db, "--json"]).stdout)
+    for soc, body in sections.items():
+        mine = sorted((t for t in tasks if t["soc_version"] == soc), key=lambda t: t["started_at"])
+        labels = re.findall(r'<text class="label"[^>]*>([^<]*)<title>([^<]*)</title>', body)
+        assert [shown for shown, _ in labels] == [
+            f"{n} · {t['model_name']} v1" + (" · subgraph" if t["job_type"] == "sgat" else "")
+            for n, t in enumerate(mine, 1)]
+        assert all(t["task_id"] in tip for t, (_, tip) in zip(mine, labels, strict=True))
+    assert "3 · vgg19 v1" in sections["Ascend310"] and "1 · vgg19 v1" in sections["Ascend910B2"]
+
+
+def test_one_model_is_set_beside_itself_across_chips(report: tuple[Path, str]) -> None:
+    page = report[0].read_text(encoding="utf-8")
+    across = re.search(r'<section id="models">(.*?)</section>', page, re.S)
+    assert across is not None and page.index('id="models"') < page.index('class="chip"')
+    rows = {cells[0]: cells for cells in (re.findall(r"<td[^>]*>([^<]*)</td>", row)
+                                          for row in re.findall(r"<tr>(.*?)</tr>", across.group(1))) if cells}
+    assert sorted(rows) == ["demo_net_v1", "demo_net_v2", "vgg19"]
+    vgg = rows["vgg19"]  # model, version, hash, Ascend310, Ascend910B2
+    assert vgg[1] == "1" and "(2 tasks)" in vgg[3] and "(1 task)" in vgg[4]
+    assert re.match(r"[+-]\d+\.\d%: [\d.]+ → [\d.]+ ms", vgg[4])
+    assert rows["demo_net_v1"][4] == "-"  # never tuned on Ascend910B2
 
 
 def test_a_bank_without_tasks_says_so(tmp_path: Path) -> None:
@@ -104,21 +142,70 @@ def browser() -> str:
     return path
 
 
+LAYOUT = """JSON.stringify({
+  page: document.documentElement.scrollWidth, window: window.innerWidth,
+  column: document.querySelector('section.chip').clientWidth,
+  tables: Array.from(document.querySelectorAll('.tasks div.wide')).map(function (d) {
+    return [d.scrollWidth, d.clientWidth]; }),
+  headers: Array.from(document.querySelectorAll('.tasks th')).map(function (th) {
+    var box = th.getBoundingClientRect(); return [th.textContent, box.left, box.right, box.width]; }),
+  charts: Array.from(document.querySelectorAll('svg.chart')).map(function (svg) {
+    var box = svg.getBoundingClientRect();
+    return [svg.getAttribute('class'), box.width, box.height, svg.querySelectorAll('g.row').length,
+            svg.querySelectorAll('.mark').length]; }),
+  bars: Array.from(document.querySelectorAll('svg.rows rect.mark')).map(function (bar) {
+    var label = bar.closest('g.row') && bar.closest('g.row').querySelector('text.label');
+    var b = bar.getBoundingClientRect(), l = label ? label.getBoundingClientRect() : null;
+    var text = label ? Array.from(label.childNodes).filter(function (n) { return n.nodeType === 3; })
+      .map(function (n) { return n.textContent; }).join('') : '';
+    return [text, b.top, b.bottom, b.left, l ? l.top : 0, l ? l.bottom : 0, l ? l.left : -1,
+            l ? l.right : 0, bar.closest('svg').getBoundingClientRect().left]; })
+})"""
+
+
 def test_a_real_browser_renders_it_without_errors(report: tuple[Path, str], tmp_path: Path) -> None:
-    with Chromium(browser()) as page:
+    """At 1400 px: no table runs past its column, repo_summary, model times and the speed-up are
+    in view (the rest folded until asked for), every bar has its row's label beside it, the
+    charts use the page's width, and a chip with one task gets a short chart, not an empty frame."""
+    from report.html import TASK_COLUMNS, TASK_MORE
+
+    with Chromium(browser(), width=1400) as page:
         page.open(report[0])
-        charts = page.evaluate("""JSON.stringify(Array.from(document.querySelectorAll('svg.chart'))
-            .map(function (svg) { var box = svg.getBoundingClientRect();
-              return [box.width, box.height, svg.querySelectorAll('.mark').length]; }))""")
-        sizes = json.loads(charts)
-        assert len(sizes) == report[0].read_text(encoding="utf-8").count("<svg") == 8
-        assert all(w > 300 and h > 100 and marks > 0 for w, h, marks in sizes)
-        first = "document.querySelector('table.sortable tbody tr td:nth-child(10)').textContent"
-        column = "Array.from(document.querySelector('table.sortable').tBodies[0].rows)" \
-                 ".map(function (r) { return parseFloat(r.cells[9].textContent); })"
-        page.evaluate("document.querySelector('table.sortable th:nth-child(10)').click()")  # add, desc
+        layout = json.loads(page.evaluate(LAYOUT))
+        assert layout["page"] <= layout["window"] == 1400
+        assert layout["tables"] and all(scroll <= width for scroll, width in layout["tables"])
+        shown = [(name, right) for name, _, right, width in layout["headers"] if width > 0]
+        assert [name for name, _ in shown] == [*TASK_COLUMNS] * 2  # two chips, the rest folded
+        assert all(right <= layout["window"] for _, right in shown)
+        page.evaluate("document.querySelector('input.unfold').click()")
+        unfolded = json.loads(page.evaluate(LAYOUT))["headers"]
+        assert [name for name, _, _, width in unfolded if width > 0][:len(TASK_COLUMNS) + len(TASK_MORE)] == [
+            *TASK_COLUMNS, *TASK_MORE]
+
+        charts = layout["charts"]
+        assert len(charts) == report[0].read_text(encoding="utf-8").count("<svg") == 5
+        assert all(w > 300 and h > 60 and marks > 0 for _, w, h, _, marks in charts)
+        rows = [(w, h, n) for kind, w, h, n, _ in charts if kind == "chart rows"]
+        assert len(rows) == 3 and all(w >= 0.97 * layout["column"] for w, _, _ in rows)
+        assert min(h for _, h, n in rows if n == 1) < 110  # Ascend910B2's one task: a strip
+        assert layout["bars"] and all(  # beside its bar, whole, inside the chart
+            label and label_top < bottom and top < label_bottom and chart <= label_left < label_right <= left
+            for label, top, bottom, left, label_top, label_bottom, label_left, label_right, chart
+            in layout["bars"])
+
+        trail = "document.querySelector('details table').checkVisibility()"
+        assert page.evaluate(trail) is False  # the audit trail is folded until asked for
+        page.evaluate("document.querySelector('details summary').click()")
+        assert page.evaluate(trail) is True
+
+        add = TASK_COLUMNS.index("add") + 1
+        first = f"document.querySelector('table.sortable tbody tr td:nth-child({add})').textContent"
+        column = "Array.from(document.querySelector('.tasks table.sortable').tBodies[0].rows)" \
+                 f".map(function (r) {{ return parseFloat(r.cells[{add - 1}].textContent); }})"
+        page.evaluate(f"document.querySelector('.tasks table.sortable th:nth-child({add})').click()")
         added = page.evaluate(column)
-        assert added == sorted(added, reverse=True) and page.evaluate(first) == str(max(added))
+        assert added == sorted(added, reverse=True)
+        assert page.evaluate(first.replace("table.sortable", ".tasks table.sortable")) == str(max(added))
         shot = page.screenshot()
         assert page.problems() == []
     assert shot.startswith(b"\x89PNG\r\n\x1a\n") and len(shot) > 20_000
