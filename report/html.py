@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 
@@ -95,11 +96,13 @@ Cell = Any
 a tooltip)."""
 
 
+@dataclass(frozen=True)
 class _Text:
-    """A cell's text with a CSS class and a tooltip."""
+    """A cell's text with a CSS class (``cut``: cut to the column with an ellipsis) and a tooltip."""
 
-    def __init__(self, shown: str, css: str = "", tip: str = "") -> None:
-        self.shown, self.css, self.tip = shown, css, tip
+    shown: str
+    css: str = ""
+    tip: str = ""
 
 
 def render(report: BankReport, generated_at: str) -> str:
