@@ -120,6 +120,7 @@ class OnDask:
             futures.append(future)
         try:
             for batch in as_completed(futures, with_results=True).batches():
+                raise_failed(batch)
                 yield [(index[future.key], result) for future, result in batch]
         finally:
             for future in futures:
@@ -156,3 +157,15 @@ class OnDask:
             client.close()
         if self._cluster is not None:
             self._cluster.close()
+
+
+def raise_failed(batch: Sequence[tuple[Any, Any]]) -> None:
+    """Raise the error of the first search in a batch of ``(future, result)`` that failed.
+
+    ``as_completed(..., with_results=True).batches()`` raises only for a batch's first future:
+    distributed's ``next_batch`` (2026.8) takes the rest off its queue unchecked, so a failed
+    search among them would arrive as a ``(type, exception, traceback)`` result.
+    """
+    for future, _ in batch:
+        if future.status != "finished":
+            future.result()  # raises the search's own error (or CancelledError)

@@ -304,3 +304,25 @@ def test_a_campaign_killed_with_sigkill_resumes_to_the_bank_of_one_never_killed(
     assert resumed.exit_code == 0, resumed.output
     assert [r["resumed"] for r in json.loads(resumed.stdout)] == [True, False, False, False]
     assert _bank_state(whole) == _bank_state(killed)
+
+
+def test_a_failed_search_anywhere_in_a_batch_raises_its_own_error() -> None:
+    """distributed's batches raise for a batch's first future only; a failed search later in
+    the batch must raise its own error too, not arrive as a (type, error, traceback) result."""
+    from tuner.executors import raise_failed
+    from tuner.measure import MeasurementFailed
+
+    class Done:
+        def __init__(self, error: Exception | None = None) -> None:
+            self.status, self.error = ("error", error) if error else ("finished", None)
+
+        def result(self) -> object:
+            if self.error:
+                raise self.error
+            return "result"
+
+    lost = MeasurementFailed("backend 'npu' failed measuring key 1 on Ascend310: OSError: lost")
+    raise_failed([(Done(), "result"), (Done(), "result")])
+    with pytest.raises(MeasurementFailed) as raised:
+        raise_failed([(Done(), "result"), (Done(lost), (type(lost), lost, None)), (Done(), "result")])
+    assert raised.value is lost
