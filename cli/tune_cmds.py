@@ -39,6 +39,10 @@ class ResultFormat(StrEnum):
 
 
 
+RESUME = "what was recorded stays, and the same command with --reload continues the task"
+"""What a tune stopped midway (interrupted, or its backend failed) tells the user."""
+
+
 @user_errors
 def tune(
     ctx: typer.Context,
@@ -139,13 +143,16 @@ def tune(
         _campaign(options, models_of(models, options), soc_versions, db, workers, scheduler,
                   show, as_json)
         return
+    from tuner.measure import MeasurementFailed
+
     reporter = _progress() if show else None
     try:
         report = run_tune(lambda: open_bank(db, create=True), options, reporter)
     except KeyboardInterrupt:
-        typer.echo("bank: interrupted; what was recorded stays, and the same command with "
-                   "--reload continues the task", err=True)
+        typer.echo(f"bank: interrupted; {RESUME}", err=True)
         raise typer.Exit(130) from None
+    except MeasurementFailed as exc:
+        raise fail(f"{exc}; {RESUME}") from None
     if as_json:
         print_json(report.as_json())
     else:
@@ -175,6 +182,7 @@ def _campaign(options: TuneOptions, models: Sequence[CampaignModel], chips: Sequ
     """Several models, several chips, or searches spread over Dask: one campaign."""
     from tuner.campaign import check_campaign, run_campaign
     from tuner.executors import OnDask
+    from tuner.measure import MeasurementFailed
 
     check_campaign(options, models, chips)  # before a cluster is started for nothing
     executor = None if workers is None and scheduler is None \
@@ -183,8 +191,10 @@ def _campaign(options: TuneOptions, models: Sequence[CampaignModel], chips: Sequ
         reports = run_campaign(lambda: open_bank(db, create=True), options, models, chips,
                                executor, _progress() if show else None)
     except KeyboardInterrupt:
-        typer.echo("bank: interrupted; what was recorded stays", err=True)
+        typer.echo(f"bank: interrupted; {RESUME}", err=True)
         raise typer.Exit(130) from None
+    except MeasurementFailed as exc:
+        raise fail(f"{exc}; {RESUME}") from None
     finally:
         if executor is not None:
             executor.close()

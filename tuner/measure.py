@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from bank.errors import BankError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import numpy as np
 
     from tuner.search import FitCheck
@@ -39,6 +41,11 @@ BUILT_IN = {"sim": "tuner.sim:SimBackend"}
 
 class BackendError(BankError):
     """No backend of that name, or it could not be started."""
+
+
+class MeasurementFailed(BackendError):
+    """A backend raised an error of its own while measuring (a lost device, a plug-in's bug).
+    The tune stops there; what it recorded before stays, and ``--reload`` continues it."""
 
 
 @dataclass(frozen=True)
@@ -149,3 +156,22 @@ def open_backend(name: str, settings: BackendSettings) -> MeasurementBackend:
     if not backend.name or not backend.version:
         raise BackendError(f"--backend: backend {name!r} declares no name or no version")
     return backend
+
+
+def measuring(backend: MeasurementBackend, key: KeyWork,
+              rng: np.random.Generator) -> Callable[[np.ndarray], np.ndarray]:
+    """``backend.measure`` for ``key``, with any error but the bank's own raised again as
+    :class:`MeasurementFailed` naming the backend, the key and the chip (a bare exception
+    from a plug-in would reach the user as a traceback, from whichever worker ran it)."""
+
+    def measure(candidates: np.ndarray) -> np.ndarray:
+        try:
+            return backend.measure(key, candidates, rng)
+        except BankError:
+            raise
+        except Exception as exc:
+            raise MeasurementFailed(
+                f"backend '{backend.name}' failed measuring key {key.repo_key} on "
+                f"{key.soc.soc_version}: {type(exc).__name__}: {exc}") from exc
+
+    return measure

@@ -4,6 +4,7 @@ and recorded with every outcome."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import textwrap
 from importlib.metadata import entry_points
@@ -52,6 +53,25 @@ class Npu(MeasurementBackend):
         return self._sim.measure(key, candidates, rng) * 1.5
 
 
+class Flaky(Npu):
+    """Loses its device after its 20th batch while TEAM_NPU_FLAKY is set."""
+
+    name = "flaky"
+    version = "flaky-1"
+    batches = 0
+
+    def chips(self):
+        return frozenset({"Ascend310"})
+
+    def measure(self, key, candidates, rng):
+        import os
+
+        Flaky.batches += 1
+        if os.environ.get("TEAM_NPU_FLAKY") and Flaky.batches > 20:
+            raise OSError("device lost")
+        return super().measure(key, candidates, rng)
+
+
 def broken(settings):
     raise RuntimeError("no device found")
 
@@ -72,7 +92,7 @@ def plug_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
                                    encoding="utf-8")
     (info / "entry_points.txt").write_text(
         f"[{ENTRY_POINTS}]\nnpu = team_npu:Npu\nbroken = team_npu:broken\n"
-        "odd = team_npu:not_a_backend\n", encoding="utf-8")
+        "odd = team_npu:not_a_backend\nflaky = team_npu:Flaky\n", encoding="utf-8")
     monkeypatch.syspath_prepend(str(site))
 
 
@@ -103,7 +123,7 @@ def test_an_unknown_backend_names_the_installed_ones() -> None:
 
 
 def test_a_plug_in_is_found_and_a_failing_one_is_one_error(plug_in: None) -> None:
-    assert backend_names() == ["broken", "npu", "odd", "sim"]
+    assert backend_names() == ["broken", "flaky", "npu", "odd", "sim"]
     assert open_backend("npu", BackendSettings()).version == "npu-1"
     with pytest.raises(BackendError, match="'broken' could not start: RuntimeError: no device found"):
         open_backend("broken", BackendSettings())
@@ -167,6 +187,65 @@ def test_a_backend_refused_is_one_line_and_writes_nothing(plug_in: None, tmp_pat
     assert result.stderr.strip().splitlines() == [result.stderr.strip()]
     assert message in result.stderr
     assert not (tmp_path / "b.db").exists()
+
+
+def test_a_backend_failing_mid_tune_is_one_line_and_what_it_recorded_stays(
+        plug_in: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plug-in's own error (a lost device) stops the tune with one line naming the backend,
+    the key and the chip; the keys measured before it stay, verify passes, and --reload
+    finishes the task without measuring them again."""
+    from bank import Bank
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TEAM_NPU_FLAKY", "1")
+    args = ["tune", MODEL, "--soc-version", "Ascend310", "--db", "b.db", "--budget", "8",
+            "--backend", "flaky", "--mode", "ga", "-q"]
+    failed = runner.invoke(app, args)
+    assert failed.exit_code == 1, failed.output
+    (line,) = failed.stderr.strip().splitlines()
+    assert re.fullmatch(r"bank: error: backend 'flaky' failed measuring key \d+ on Ascend310: OSError: "
+                        r"device lost; what was recorded stays, and the same command with --reload "
+                        r"continues the task", line), line
+    with Bank.open("b.db") as bank:
+        (task,) = bank.tasks()
+        recorded = task.add_num + task.unsatisfied_num
+        assert task.status == "incomplete" and recorded > 0
+        assert bank.verify().ok
+    monkeypatch.delenv("TEAM_NPU_FLAKY")
+    resumed = runner.invoke(app, [*args, "--reload", "--json"])
+    assert resumed.exit_code == 0, resumed.output
+    with Bank.open("b.db") as bank:
+        (task,) = bank.tasks()
+        assert task.status == "successful" and task.total_num == 38  # squeezenet's operators
+    with sqlite3.connect(tmp_path / "b.db") as conn:  # no key measured twice
+        assert conn.execute("SELECT COUNT(*), COUNT(DISTINCT repo_key) FROM events WHERE repo_key "
+                            "IS NOT NULL").fetchone() == (38, 38)
+
+
+def test_a_backend_failing_on_a_dask_worker_is_the_same_one_line(
+        plug_in: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The error comes back from the worker process that raised it as the same one line, and
+    --reload finishes the task on a new cluster."""
+    from bank import Bank
+
+    pytest.importorskip("distributed")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TEAM_NPU_FLAKY", "1")  # the workers start with it, and the plug-in's path
+    args = ["tune", MODEL, "--soc-version", "Ascend310", "--db", "b.db", "--budget", "8",
+            "--backend", "flaky", "--workers", "2", "-q"]
+    failed = runner.invoke(app, args)
+    assert failed.exit_code == 1, (failed.output, repr(failed.exception))
+    assert failed.stderr.strip(), (failed.output, repr(failed.exception))
+    (line,) = failed.stderr.strip().splitlines()
+    assert re.fullmatch(r"bank: error: backend 'flaky' failed measuring key \d+ on Ascend310: OSError: "
+                        r"device lost; what was recorded stays, .*", line), line
+    with Bank.open("b.db") as bank:
+        assert bank.verify().ok and [t.status for t in bank.tasks()] == ["incomplete"]
+    monkeypatch.delenv("TEAM_NPU_FLAKY")
+    resumed = runner.invoke(app, [*args, "--reload"])
+    assert resumed.exit_code == 0, resumed.output
+    with Bank.open("b.db") as bank:
+        assert bank.verify().ok and [(t.status, t.total_num) for t in bank.tasks()] == [("successful", 38)]
 
 
 def _model_hash() -> str:
