@@ -20,6 +20,8 @@ WRITER_LOCK = 727_217_001
 CONNECT_TIMEOUT_S = 10
 """How long a connection may take before it is an error."""
 TABLES = ("events", "policy", "task", "checkpoint", "bank_meta")
+ANALYZE_AFTER = 10_000
+"""Rows a write transaction inserts into a table before it renews the table's statistics."""
 
 _TRANSIENT_SQLSTATES = frozenset({"40001", "40P01", "55P03"})
 """Codes of a refusal the same transaction may not meet again: serialisation failure,
@@ -129,7 +131,20 @@ class PostgresStore(EventStore):
 
 class CopyingDb(FormatStyleDb):
     """psycopg's connection, whole rows inserted with COPY ... FROM STDIN, PostgreSQL's bulk
-    load (several times faster than an INSERT per row)."""
+    load (several times faster than an INSERT per row).
+
+    A transaction that grows a table renews the planner's statistics of it (``ANALYZE``, which
+    counts the transaction's own rows) each time it has inserted :data:`ANALYZE_AFTER` rows or
+    as many as the statistics knew, whichever is more: a few times in a long import. Without
+    it, an import into a new bank is planned from the statistics of empty tables, and each
+    chunk's lookup of the policies it touches scans every policy of the chip (a bitmap scan on
+    soc_version alone), so the import slowed as the table grew.
+    """
+
+    def __init__(self, raw: Any) -> None:
+        super().__init__(raw)
+        self._added: dict[str, int] = {}
+        self._known: dict[str, float] = {}
 
     def insert_rows(self, table: str, rows: Sequence[Sequence[Any]]) -> None:
         if not rows:
@@ -142,3 +157,20 @@ class CopyingDb(FormatStyleDb):
                     copy.write_row(row)
         finally:
             cursor.close()
+        self._grew(table, len(rows))
+
+    def run_many(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        super().run_many(statement, rows)
+        if rows and statement.startswith("INSERT INTO "):
+            self._grew(statement.split(maxsplit=3)[2], len(rows))
+
+    def _grew(self, table: str, count: int) -> None:
+        known = self._known.get(table)
+        if known is None:  # the rows the statistics counted (-1: never analysed)
+            row = self.run("SELECT reltuples FROM pg_class WHERE oid = to_regclass(?)", (table,)).fetchone()
+            known = self._known[table] = max(float(row[0]) if row else 0.0, 0.0)
+        added = self._added.get(table, 0) + count
+        if added >= max(ANALYZE_AFTER, known):
+            self.run(f"ANALYZE {table}")
+            self._known[table], added = known + added, 0
+        self._added[table] = added
