@@ -190,8 +190,9 @@ def report(
     db: DbOption = None,
     soc_version: SocOption = None,
 ) -> None:
-    """Write one self-contained HTML report: per chip, each task's repo_summary, model times and
-    measurements, every key's best time against its default, and the latest policy changes."""
+    """Write one self-contained HTML report: each model version across chips, and per chip each
+    task's repo_summary, model times and measurements, every key's best time against its
+    default, and the latest policy changes."""
     from datetime import UTC, datetime
 
     from bank.atomic import write_text_atomic
