@@ -31,8 +31,10 @@ if TYPE_CHECKING:
 
 
 @user_errors
-def tasks(db: DbOption = None, soc_version: SocOption = None, as_json: JsonOption = False) -> None:
-    """List every tuning task with its status and repo_summary counts."""
+def tasks(db: DbOption = None, soc_version: SocOption = None, as_json: JsonOption = False,
+          limit: LimitOption = None, sort: SortOption = None, as_csv: CsvOption = False) -> None:
+    """List every tuning task with its status and repo_summary counts, in the order the bank
+    recorded them (--sort started: by the time each started)."""
     from bank import task_json
 
     with open_bank(db) as bank:
@@ -41,13 +43,12 @@ def tasks(db: DbOption = None, soc_version: SocOption = None, as_json: JsonOptio
     if as_json:
         print_json([task_json(t) for t in found])
         return
-    print_table(
+    show_rows(
         ["task", "soc_version", "tuning_name", "model", "mode", "status", "started",
          "add", "hit", "update", "reserved", "unsat", "total"],
         [[t.task_id, t.soc_version, t.tuning_name, t.model_name, t.search_mode, t.status,
           short_time(t.started_at), t.add_num, t.hit_num, t.update_num, t.reserved_num,
-          t.unsatisfied_num, t.total_num] for t in found],
-    )
+          t.unsatisfied_num, t.total_num] for t in found], limit=limit, sort=sort, as_csv=as_csv)
 
 
 @user_errors

@@ -248,6 +248,26 @@ def test_query_sorts_limits_and_writes_csv(tuned_bank: str) -> None:
     assert [int(row[7]) for row in rows[1:]] == sorted(int(row[7]) for row in rows[1:])
 
 
+def test_tasks_take_limit_sort_and_csv(tmp_path: Path) -> None:
+    import csv
+    import io
+
+    from fixtures.demo_bank import build
+
+    db = str(tmp_path / "demo.db")
+    ids = build(db)
+    listed = json.loads(runner.invoke(app, ["tasks", "--db", db, "--json"]).stdout)
+    assert [t["task_id"] for t in listed] == ids
+    rows = list(csv.reader(io.StringIO(runner.invoke(app, ["tasks", "--db", db, "--csv"]).stdout)))
+    assert rows[0][0] == "task" and [row[0] for row in rows[1:]] == ids
+    largest = max(listed, key=lambda t: t["repo_summary"]["total_num"])
+    top = runner.invoke(app, ["tasks", "--db", db, "--sort", "-total", "--limit", "1"])
+    assert top.exit_code == 0 and [line.split()[0] for line in top.stdout.splitlines()[2:]] == [
+        largest["task_id"]]
+    wrong = runner.invoke(app, ["tasks", "--db", db, "--sort", "size"])
+    assert wrong.exit_code == 2 and "--sort: no column 'size'" in wrong.stderr
+
+
 def test_history_and_events_take_limit_sort_and_csv(tuned_bank: str) -> None:
     history = runner.invoke(app, ["history", "--db", tuned_bank, "--op-type", "Conv", "--csv",
                                   "--limit", "2"])
