@@ -35,8 +35,8 @@ CHIPS_PER_CHART = 3
 OP_TYPES = 12
 """Operator types the table beside the scatter lists, the most keys first."""
 
-TASK_COLUMNS = ("#", "model", "tuning_name", "job", "status", "started", "add", "hit", "update", "reserved",
-                "unsat", "total", "before ms", "after ms", "improvement", "invariants")
+TASK_COLUMNS = ("#", "model", "tuning_name", "job", "status", "started (UTC)", "add", "hit", "update",
+                "reserved", "unsat", "total", "before ms", "after ms", "improvement", "invariants")
 """The tasks table's columns in view at 1400 px: repo_summary, model time and speed-up."""
 
 TASK_MORE = ("task", "model hash", "mode", "measurements", "tuning s", "origin")
@@ -53,7 +53,8 @@ h3, summary { margin: 22px 0 6px; font-size: 16px; font-weight: 700; } summary {
 .meta, .note { color: #666; }
 nav > span { margin-right: 18px; } nav { margin: 6px 0 0; }
 table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
-th, td { padding: 3px 7px; border-bottom: 1px solid #eee; text-align: left; white-space: nowrap; }
+th, td { padding: 3px 6px; border-bottom: 1px solid #eee; text-align: left; white-space: nowrap; }
+th { white-space: normal; vertical-align: bottom; }
 th { background: #f5f5f5; cursor: pointer; user-select: none; } td.n, th.n { text-align: right; }
 th.sorted-asc::after { content: " \\25B2"; } th.sorted-desc::after { content: " \\25BC"; }
 td.cut { max-width: 210px; overflow: hidden; text-overflow: ellipsis; }
@@ -203,9 +204,9 @@ def _chip(chip: ChipReport, versions: dict[str, ModelVersion]) -> str:
     by_id = {t.task_id: t.tuning_name or t.task_id for t in tasks}
     parts.append(f"<details><summary>Latest policy changes ({len(chip.changes)}, the last appended first)"
                  "</summary>")
-    parts.append(_table(["seq", "recorded_at", "kind", "op_type", "repo_key", "before us", "after us",
+    parts.append(_table(["seq", "recorded (UTC)", "kind", "op_type", "repo_key", "before us", "after us",
                          "task", "origin", "borrowed from"],
-                        [[(c.seq, c.seq), _when(c.recorded_at), c.kind, c.op_type, c.repo_key,
+                        [[(c.seq, c.seq), _when(c.recorded_at, zone=False), c.kind, c.op_type, c.repo_key,
                           _num(c.before_us), _num(c.after_us), _Text(by_id.get(c.task_id, c.task_id), "cut",
                                                                      c.task_id),
                           _Text(c.origin, "cut", c.origin), _Text(c.borrowed or "-", "cut", c.borrowed or "")]
@@ -265,8 +266,8 @@ def _task_table(tasks: Sequence[TaskView], measurements: dict[str, int],
         rows.append([
             n, _Text(model.label if model else "-", "cut", t.model_name or ""),
             _Text(t.tuning_name or "-", "cut", t.tuning_name or ""), t.job_type, t.status,
-            _when(t.started_at), t.add_num, t.hit_num, t.update_num, t.reserved_num, t.unsatisfied_num,
-            t.total_num, _num(t.model_baseline_ms), _num(t.model_result_ms),
+            _when(t.started_at, zone=False), t.add_num, t.hit_num, t.update_num, t.reserved_num,
+            t.unsatisfied_num, t.total_num, _num(t.model_baseline_ms), _num(t.model_result_ms),
             (f"{speed:.2f}%", speed) if speed is not None else "",
             _Text(f"{len(found)} problem(s)", "bad", "; ".join(found)) if found else _Text("ok", "ok"),
             t.task_id, (t.model_hash or "")[:8], t.search_mode, measurements.get(t.task_id, 0),
@@ -367,6 +368,7 @@ def _improvement(task: TaskView) -> str:
     return "" if speed is None else f"{speed:+.1f}%"
 
 
-def _when(stamp: str | None) -> str:
-    """A log time as people read it: date and time to the second, in UTC."""
-    return "-" if not stamp else stamp[:19].replace("T", " ") + " UTC"
+def _when(stamp: str | None, *, zone: bool = True) -> str:
+    """A log time as people read it: date and time to the second, in UTC (said after the time,
+    or, with ``zone=False``, by the column's header)."""
+    return "-" if not stamp else stamp[:19].replace("T", " ") + (" UTC" if zone else "")

@@ -212,6 +212,17 @@ def test_a_real_browser_renders_it_without_errors(report: tuple[Path, str], tmp_
     (tmp_path / "report.png").write_bytes(shot)
 
 
+def test_the_tasks_tables_fit_a_1280_px_window_too(report: tuple[Path, str]) -> None:
+    """A laptop's window: header cells wrap and times leave their zone to the header, so the
+    key columns still fit without scrolling."""
+    with Chromium(browser(), width=1280) as page:
+        page.open(report[0])
+        layout = json.loads(page.evaluate(LAYOUT))
+        assert layout["page"] <= layout["window"] == 1280
+        assert layout["tables"] and all(scroll <= width for scroll, width in layout["tables"])
+        assert page.problems() == []
+
+
 def test_the_browser_check_sees_a_broken_page(tmp_path: Path) -> None:
     broken = tmp_path / "broken.html"
     broken.write_text("<!DOCTYPE html><html><body><script>console.error('bad'); noSuchFunction();"
