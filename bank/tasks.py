@@ -42,6 +42,13 @@ class TaskView:
         return self.status != "incomplete"
 
     @property
+    def speed_up_pct(self) -> float | None:
+        """The model's speed-up as AOE's performance_improvement gives it, (before - after) /
+        after in percent; None unless both model times are recorded."""
+        before, after = self.model_baseline_ms, self.model_result_ms
+        return (before - after) / after * 100 if before and after else None
+
+    @property
     def total_num(self) -> int:
         return self.add_num + self.hit_num + self.unsatisfied_num
 

@@ -182,7 +182,7 @@ def _across_cell(model: ModelVersion, soc: str, task: TaskView | None) -> Cell:
     tip = ", ".join(t.tuning_name or t.task_id for t in tasks)
     if task is None:
         return _Text(f"not timed ({count})", "", tip)
-    speed = _speed(task)
+    speed = task.speed_up_pct
     return _Text(f"{_improvement(task)}: {task.model_baseline_ms:,.3f} → {task.model_result_ms:,.3f} ms "
                  f"({count})", "", tip + (f"; speed-up {speed:.2f}%" if speed is not None else ""))
 
@@ -262,7 +262,7 @@ def _task_table(tasks: Sequence[TaskView], measurements: dict[str, int],
         found = t.invariant_problems() if t.finished else []
         problems.extend(f"#{n}: {p}" for p in found)
         model = versions.get(t.task_id)
-        speed = _speed(t)
+        speed = t.speed_up_pct
         rows.append([
             n, _Text(model.label if model else "-", "cut", t.model_name or ""),
             _Text(t.tuning_name or "-", "cut", t.tuning_name or ""), t.job_type, t.status,
@@ -358,13 +358,8 @@ def _num(value: float | None) -> Any:
     return "" if value is None else (f"{value:,.3f}", value)
 
 
-def _speed(task: TaskView) -> float | None:
-    before, after = task.model_baseline_ms, task.model_result_ms
-    return (before - after) / after * 100 if before and after else None
-
-
 def _improvement(task: TaskView) -> str:
-    speed = _speed(task)
+    speed = task.speed_up_pct
     return "" if speed is None else f"{speed:+.1f}%"
 
 
