@@ -4,7 +4,7 @@ A bank records the schema version it was written with (:data:`bank.version.SCHEM
 opening one of another version is refused by :func:`bank.version.check_version`. An upgrade
 runs in one write transaction: it changes what each step names, re-derives the projections
 from the log when a step changed them, and records the new version. No event is ever touched
-(versions 4 and 5 change indexes).
+(versions 4 and 5 change indexes; 6 adds a policy column and derives the policies again).
 """
 
 from __future__ import annotations
@@ -66,6 +66,8 @@ STEPS = (
     Step(3, _key_states_from_the_log, False,
          "task_key dropped: key states are read from the log, indexed on (task_id, repo_key)"),
     Step(4, _policy_by_seq, False, "policy indexed on seq, the order verify reads it in"),
+    Step(5, _rederive, True, "policy gains recorded_at: among entries without a time the newer "
+                             "wins; projections derived again"),
 )
 
 

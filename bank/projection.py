@@ -9,12 +9,21 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bank.canonical import digest
 from bank.errors import OutcomeRuleError
-from bank.events import OUTCOME_KINDS, POLICY_KINDS, TASK_STATUSES, EventKind, StoredEvent
+from bank.events import (
+    OUTCOME_KINDS,
+    POLICY_KINDS,
+    TASK_STATUSES,
+    EventKind,
+    StoredEvent,
+    format_time,
+    parse_time,
+)
 from bank.tasks import TaskView
 
 PolicyKey = tuple[str, str, str]
@@ -48,6 +57,33 @@ def digest_of_json(info_json: str) -> str:
     return hashlib.sha256(info_json.encode("utf-8")).hexdigest()[:32]
 
 
+_LOG_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+_NEWEST_FIRST = str.maketrans("0123456789", "9876543210")
+Standing = tuple[float, str, str]
+"""Where a candidate stands among the entries of its key, the lowest first (:func:`standing`)."""
+
+
+def newest_first(recorded_at: str) -> str:
+    """Text that sorts later times first: the log's fixed-width UTC time with every digit
+    ``d`` turned into ``9 - d``. A time written another way (an events file from elsewhere) is
+    put in the log's form first; one that is no time at all sorts after every time (oldest)."""
+    if not _LOG_TIME.fullmatch(recorded_at):
+        try:
+            recorded_at = format_time(parse_time(recorded_at))
+        except ValueError:
+            return "~"
+    return recorded_at.translate(_NEWEST_FIRST)
+
+
+def standing(best_us: float, recorded_at: str, event_id: str) -> Standing:
+    """The rule that picks a key's policy among its candidates (the lowest standing wins):
+    the faster entry; among entries without a time (AOE's own banks carry none: ``best_us``
+    infinite), the newer one by ``recorded_at``; then the smaller event id. Every part comes
+    from the event itself, never from where it sits in one bank's log, so banks merged in any
+    order agree on every key."""
+    return (best_us, "" if best_us != math.inf else newest_first(recorded_at), event_id)
+
+
 @dataclass(frozen=True)
 class Policy:
     """The best known entry for one operator on one chip."""
@@ -66,6 +102,8 @@ class Policy:
     tune_mode: str | None = None
     backend: str | None = None
     cost_model_version: str | None = None
+    recorded_at: str = ""
+    """When the winning entry was recorded (its event's ``recorded_at``)."""
     info_json: str | None = field(default=None, compare=False, repr=False)
     """``info_dict``'s canonical JSON when it is already known (a cache, not part of the value)."""
 
@@ -73,7 +111,7 @@ class Policy:
     def of(cls, soc_version: str, repo_key: str, info_digest: str, op_type: str | None,
            info_dict: dict[str, Any], knowledge: dict[str, Any], best_us: float, seq: int,
            task_id: str, event_id: str, origin: str, tune_mode: str | None,
-           backend: str | None, cost_model_version: str | None,
+           backend: str | None, cost_model_version: str | None, recorded_at: str = "",
            info_json: str | None = None) -> Policy:
         """``Policy(...)`` by position, for reads that build thousands: the same value, without
         the frozen dataclass's per-field ``__setattr__``."""
@@ -82,7 +120,7 @@ class Policy:
             soc_version=soc_version, repo_key=repo_key, info_digest=info_digest, op_type=op_type,
             info_dict=info_dict, knowledge=knowledge, best_us=best_us, seq=seq, task_id=task_id,
             event_id=event_id, origin=origin, tune_mode=tune_mode, backend=backend,
-            cost_model_version=cost_model_version, info_json=info_json)
+            cost_model_version=cost_model_version, recorded_at=recorded_at, info_json=info_json)
         return policy
 
     @property
@@ -94,14 +132,20 @@ class Policy:
         """A subgraph's policy (SGAT: its info_dict names the job and key), not an operator's."""
         return self.info_dict.get("job_type") == "sgat"
 
+    @property
+    def standing(self) -> Standing:
+        """Where this entry stands among its key's (see :func:`standing`)."""
+        return standing(self.best_us, self.recorded_at, self.event_id)
+
     def beats(self, other: Policy) -> bool:
-        """Strictly faster wins; equal times go to the smaller event_id, whatever the arrival order."""
-        return (self.best_us, self.event_id) < (other.best_us, other.event_id)
+        """Whether this entry wins its key over ``other`` (:func:`standing`), whatever the
+        arrival order."""
+        return self.standing < other.standing
 
 
-PolicyRef = tuple[float, str, int]
-"""What a compact projection keeps of a winning policy: (best_us, event_id, seq); the rest is
-the winning event's, read again from the log when needed."""
+PolicyRef = tuple[Standing, int]
+"""What a compact projection keeps of a winning policy: its :func:`standing` and seq; the rest
+is the winning event's, read again from the log when needed."""
 
 _TALLY_FIELDS = ("add_num", "hit_num", "update_num", "reserved_num", "unsatisfied_num",
                  "open_hits", "last_seq")
@@ -137,6 +181,7 @@ def policy_of(stored: StoredEvent) -> Policy:
         tune_mode=p.get("tune_mode"),
         backend=p.get("backend"),
         cost_model_version=p.get("cost_model_version"),
+        recorded_at=event.recorded_at,
         info_json=info_json,
     )
 
@@ -312,9 +357,10 @@ class Projection:
         p = event.payload
         assert event.repo_key is not None
         key = (event.soc_version, event.repo_key, digest_of_json(event.info_json))
-        ref = (float(p.get("performance_after_us", math.inf)), stored.event_id, stored.seq)
+        ref = (standing(float(p.get("performance_after_us", math.inf)), event.recorded_at,
+                        stored.event_id), stored.seq)
         held = self.winners.get(key)
-        if held is None or ref[:2] < held[:2]:
+        if held is None or ref[0] < held[0]:
             self.winners[key] = ref
             self._won(key, stored)
 

@@ -62,7 +62,7 @@ def policy_values(policy: Policy) -> tuple[Any, ...]:
     return (policy.soc_version, policy.repo_key, policy.info_digest, policy.op_type,
             info, canonical_json(policy.knowledge), policy.best_us,
             policy.seq, policy.task_id, policy.event_id, policy.origin, policy.tune_mode,
-            policy.backend, policy.cost_model_version)
+            policy.backend, policy.cost_model_version, policy.recorded_at)
 
 
 def policy_row_of(stored: StoredEvent, info_digest: str | None = None) -> tuple[Any, ...]:
@@ -82,7 +82,7 @@ def policy_row_of(stored: StoredEvent, info_digest: str | None = None) -> tuple[
             info_json, canonical_json(dict(p["knowledge"])),
             float(p.get("performance_after_us", math.inf)), stored.seq, event.task_id,
             stored.event_id, event.origin, p.get("tune_mode"), p.get("backend"),
-            p.get("cost_model_version"))
+            p.get("cost_model_version"), event.recorded_at)
 
 
 def row_fingerprint(row: tuple[Any, ...]) -> bytes:
@@ -104,10 +104,10 @@ def values_to_policy(row: tuple[Any, ...], info_dict: dict[str, Any] | None = No
     """The domain value of a policy row read in :data:`bank.store.statements.POLICY_COLUMNS` order
     (``info_dict``: the row's info_dict, already known, so it is not decoded again)."""
     (soc, key, digest, op_type, info, knowledge, best_us, seq, task_id, event_id, origin, mode,
-     backend, cost_model_version) = row
+     backend, cost_model_version, recorded_at) = row
     return Policy.of(soc, key, digest, op_type, parse_json(info) if info_dict is None else info_dict,
                      parse_json(knowledge), float(best_us), seq, task_id, event_id, origin, mode,
-                     backend, cost_model_version, info)
+                     backend, cost_model_version, recorded_at, info)
 
 
 def task_values(task: TaskView) -> tuple[Any, ...]:

@@ -52,6 +52,7 @@ class PolicyRow(SQLModel, table=True):
     tune_mode: str | None = Field(default=None, max_length=16)
     backend: str | None = Field(default=None, max_length=64, index=True)
     cost_model_version: str | None = Field(default=None, max_length=32, index=True)
+    recorded_at: str = Field(max_length=32)
 
 
 class TaskRow(SQLModel, table=True):

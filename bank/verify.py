@@ -184,17 +184,17 @@ def compare_policies(store: EventStore, replayed: ReplayedPolicies,
         ref = unseen.pop(key, None)
         if ref is None:
             problem = "in the bank but not derived from the log"
-        elif ref[2] != row[7] or expected.get(key) is None or \
+        elif ref[1] != row[7] or expected.get(key) is None or \
                 expected[key] != row_fingerprint(tuple(row)):
             problem = "stored value differs from the log's"
-            found.unstored.append(ref[2])
+            found.unstored.append(ref[1])
         else:
             continue
         found.unmade.append(key)
         listed += 1
         _list(report, listed, f"policy {_label(key)}: {problem}")
     for key in sorted(unseen):
-        found.unstored.append(unseen[key][2])
+        found.unstored.append(unseen[key][1])
         listed += 1
         _list(report, listed, f"policy {_label(key)}: in the log but missing from the bank")
     return found

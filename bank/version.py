@@ -5,7 +5,7 @@ import functools
 
 from bank.errors import BankError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The bank's schema version, recorded in ``bank_meta`` (schema_version). A bank of another
 version is not opened: an older one is brought up to date by ``bank upgrade`` (bank/migrate.py),
 a newer one needs a newer tunebank.
@@ -17,6 +17,8 @@ a newer one needs a newer tunebank.
    through the events index on (task_id, repo_key), which replaces the index on task_id.
 5. policy indexed on seq: verify pages the policies in log order, and each page was a scan of
    the whole table and a sort without it.
+6. policy.recorded_at (the winning entry's time): among entries without a time (AOE's own
+   banks), the newer one wins its key; the policies are derived again under that rule.
 
 The events table's columns are the same in every version."""
 

@@ -92,7 +92,7 @@ def derive_projection(db: Db) -> int:
             projection.apply(values_to_logged(row))
             last = row[0]
     db.run("DELETE FROM policy")
-    seqs = [ref[2] for ref in projection.winners.values()]
+    seqs = [ref[1] for ref in projection.winners.values()]
     return replace_projection(db, projection.tasks, [], seqs, last)
 
 

@@ -18,7 +18,7 @@ EVENT_COLUMNS = ("seq", "event_id", "kind", "soc_version", "repo_key", "task_id"
                  "op_type", "recorded_at", "origin", "payload", "prev_hash", "hash")
 POLICY_COLUMNS = ("soc_version", "repo_key", "info_digest", "op_type", "info_dict", "knowledge",
                   "best_us", "seq", "task_id", "event_id", "origin", "tune_mode", "backend",
-                  "cost_model_version")
+                  "cost_model_version", "recorded_at")
 TASK_COLUMNS = ("task_id", "soc_version", "origin", "started_at", "first_seq", "last_seq",
                 "tuning_name", "model_name", "model_hash", "job_type", "search_mode", "status",
                 "finished_at", "tuning_time_s", "model_baseline_ms", "model_result_ms",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from bank.events import GENESIS_HASH, OUTCOME_KINDS, POLICY_KINDS, Event, StoredEvent
-from bank.projection import PolicyKey, PolicyRef, Projection, policy_of
+from bank.projection import PolicyKey, PolicyRef, Projection, policy_of, standing
 from bank.rows import event_values, policy_values, task_values, values_to_task
 from bank.store import statements as sql
 from bank.store.driver import Db, batches, chunks
@@ -32,8 +32,8 @@ rows to insert (:meth:`~bank.store.driver.Db.insert_rows`: COPY on PostgreSQL)."
 @dataclass
 class _Loaded:
     """The projection rows a batch touches, read before it is folded, so inserts can be told
-    from updates: tasks whole, key states per task, policies as the (best_us, event_id, seq)
-    they compete with."""
+    from updates: tasks whole, key states per task, policies as the standing and seq they
+    compete with."""
 
     tasks: dict[str, TaskView] = field(default_factory=dict)
     key_states: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -126,7 +126,7 @@ def _policy_writes(stored: Sequence[StoredEvent], winners: dict[PolicyKey, Polic
         held = before.get(key)
         if held == ref:
             continue
-        row = policy_values(policy_of(stored[ref[2] - first]))
+        row = policy_values(policy_of(stored[ref[1] - first]))
         if held is None:
             inserts.append(row)
         else:
@@ -175,11 +175,13 @@ def _load_touched(db: Db, events: Sequence[Event]) -> _Loaded:
     keys = sorted({e.repo_key for e in events if e.kind in POLICY_KINDS and e.repo_key})
     socs = sorted({e.soc_version for e in events})
     for part in chunks(keys, sql.CHUNK):
-        statement = (f"SELECT soc_version, repo_key, info_digest, best_us, event_id, seq FROM "
-                     f"policy WHERE soc_version IN ({sql.marks(len(socs))}) AND "
+        statement = (f"SELECT soc_version, repo_key, info_digest, best_us, recorded_at, event_id, "
+                     f"seq FROM policy WHERE soc_version IN ({sql.marks(len(socs))}) AND "
                      f"repo_key IN ({sql.marks(len(part))})")
-        for soc, key, digest, best_us, event_id, seq in db.rows(statement, (*socs, *part)):
-            loaded.winners[(soc, key, digest)] = (float(best_us), event_id, seq)
+        for soc, key, digest, best_us, recorded_at, event_id, seq in db.rows(statement,
+                                                                             (*socs, *part)):
+            loaded.winners[(soc, key, digest)] = (standing(float(best_us), recorded_at, event_id),
+                                                  seq)
     return loaded
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bank import Bank, OutcomeRuleError, Projection
+from bank import Bank, Outcome, OutcomeRuleError, Projection
 from bank.events import StoredEvent
 from bank.projection import info_digest
 from tests.conftest import oc
@@ -29,7 +30,7 @@ def task_plans(draw: st.DrawFn) -> list[dict[str, Any]]:
         steps = []
         for key in keys:
             path = draw(st.sampled_from(PATHS))
-            after = float(draw(st.integers(1, 6)) * 10)
+            after = float(draw(st.integers(0, 6)) * 10) or None  # None: an entry without a time
             if path in ("update", "reserved"):
                 steps.append([("hit", key, None), (path, key, after)])
             else:
@@ -39,27 +40,38 @@ def task_plans(draw: st.DrawFn) -> list[dict[str, Any]]:
     return plans
 
 
+def _outcome(kind: str, key: str, after: float | None) -> Outcome:
+    made = oc(kind, key, after)
+    if after is None and kind in ("add", "update"):
+        return replace(made, performance_after_us=None, extra={"performance_unknown": True})
+    return made
+
+
 def run_plan(bank: Bank, plans: list[dict[str, Any]]) -> None:
     for plan in plans:
         task = bank.start_task(plan["soc"], tuning_name="h")
         flat = [step for key_steps in plan["steps"] for step in key_steps]
         size = plan["batch"]
         for start in range(0, len(flat), size):
-            bank.record(task, [oc(k, key, after) for k, key, after in flat[start:start + size]])
+            bank.record(task, [_outcome(k, key, after) for k, key, after in flat[start:start + size]])
         if plan["finish"]:
             bank.finish_task(task)
 
 
-def naive_fold(bank: Bank) -> tuple[dict[Any, tuple[float, str]], dict[str, Counter[str]]]:
-    """An independent fold of the log: min (time, event_id) per key; kinds counted per task."""
-    best: dict[Any, tuple[float, str]] = {}
+def naive_fold(bank: Bank) -> tuple[dict[Any, tuple[float, str, str]], dict[str, Counter[str]]]:
+    """An independent fold of the log: min (time, newest first, event_id) per key; kinds counted
+    per task."""
+    best: dict[Any, tuple[float, str, str]] = {}
     counts: dict[str, Counter[str]] = {}
     for stored in bank.events():
         event = stored.event
         counts.setdefault(event.task_id, Counter())[str(event.kind)] += 1
         if str(event.kind) in ("add", "update"):
             key = (event.soc_version, event.repo_key, info_digest(event.payload["info_dict"]))
-            candidate = (event.payload["performance_after_us"], stored.event_id)
+            after = event.payload.get("performance_after_us", float("inf"))
+            newest = "" if after != float("inf") else "".join(
+                str(9 - int(c)) if c.isdigit() else c for c in event.recorded_at)
+            candidate = (after, newest, stored.event_id)
             best[key] = min(best.get(key, candidate), candidate)
     return best, counts
 
@@ -71,7 +83,8 @@ def test_projection_equals_a_plain_fold_and_invariants_hold(plans: list[dict[str
         run_plan(bank, plans)
         best, counts = naive_fold(bank)
         stored = stored_projection(bank)
-        assert {k: (p.best_us, p.event_id) for k, p in stored.policies.items()} == best
+        assert {k: (p.best_us, p.event_id) for k, p in stored.policies.items()} == \
+            {k: (after, event_id) for k, (after, _, event_id) in best.items()}
         for task in stored.tasks.values():
             kinds = counts[task.task_id]
             assert (task.add_num, task.hit_num, task.update_num, task.reserved_num,
