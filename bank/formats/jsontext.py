@@ -12,6 +12,7 @@ import itertools
 import json
 import math
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +48,17 @@ def read_bytes(path: Path, error: type[BankError], label: str = "") -> bytes:
     try:
         if path.is_dir():
             raise error(f"{where}: is a folder, not a file")
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise error(f"{where}: {size / 2**20:.0f} MiB is more than the {MAX_BYTES // 2**20} MiB "
-                        "an input may be")
-        return path.read_bytes()
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode):  # a FIFO would hang the read, a device never end
+            raise error(f"{where}: not a regular file (a device, a pipe or a socket)")
+        if status.st_size > MAX_BYTES:
+            raise error(f"{where}: {status.st_size / 2**20:.0f} MiB is more than the "
+                        f"{MAX_BYTES // 2**20} MiB an input may be")
+        with path.open("rb") as handle:  # a file that grew since stat is read to the cap only
+            data = handle.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise error(f"{where}: more than the {MAX_BYTES // 2**20} MiB an input may be")
+        return data
     except OSError as exc:
         raise error(f"{where}: cannot read ({exc.strerror or exc})") from exc
 
