@@ -345,6 +345,11 @@ class Bank:
         """Every policy's key with its event id and best time: what a merge compares."""
         return self.store.policy_refs()
 
+    def policy_events(self) -> list[StoredEvent]:
+        """The winning event of every policy, in seq order (one query): what an export that
+        needs more than the policy (an AOE entry's own fields) reads."""
+        return self.store.policy_events()
+
     def policies_by_key(self, keys: Sequence[PolicyKey]) -> dict[PolicyKey, Policy]:
         """The policies of ``keys`` the bank holds."""
         return self.store.policies_by_key(keys)

@@ -1,13 +1,60 @@
-"""A task's AOE result file regenerated from the log (``bank export --format opat|sgat``)."""
+"""What the bank writes back in AOE's formats: a task's result file (``bank export --format
+opat|sgat``) and the whole operator bank as a tree (``--format aoe-repo``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bank.api import Bank
 from bank.errors import BankError
 from bank.events import EventKind
+from bank.formats.aoe_repo import TreeWrite
 from bank.formats.opat import ReportInfo, TaskOutcomes, opat_v1, opat_v2, sgat
+
+
+@dataclass(frozen=True)
+class TreeExport:
+    """What an export of the bank as a tree wrote, and what it left out."""
+
+    written: TreeWrite
+    socs: list[str]
+    subgraphs: int  # AOE keeps those in its subgraph bank, not in a tree
+
+
+def export_tree(bank: Bank, out: Path, chip_cores: Mapping[str, int], core_num: int | None = None,
+                *, merge: bool = False) -> TreeExport:
+    """Write every operator entry of the bank under ``out`` in AOE's layout: an entry read from
+    an AOE file into its own file with its own id and version; one tunebank tuned with its
+    chip's core count (``chip_cores``, or ``core_num`` for every chip); and the files imports
+    found empty, as they were.
+
+    Raises:
+        KbFormatError: a chip or operator name is not a plain name, a chip's core count is not
+            known, or ``out`` holds entries the bank lacks (without ``merge``); nothing is
+            written then.
+    """
+    from bank.formats.aoe_repo import out_entry, scope_of, write_tree
+    from bank.tree_imports import recorded_empty_files
+    cores = {soc: core_num or count for soc, count in chip_cores.items()}
+    entries, subgraphs, socs = [], 0, set()
+    for stored in bank.policy_events():
+        event = stored.event
+        if (event.payload.get("info_dict") or {}).get("job_type") == "sgat":
+            subgraphs += 1
+            continue
+        if core_num is not None:
+            cores.setdefault(event.soc_version, core_num)
+        entries.append(out_entry(event.soc_version, event.repo_key or "", event.op_type,
+                                 event.payload, cores))
+        socs.add(event.soc_version)
+    empty = {scope: text for soc, files in recorded_empty_files(bank).items()
+             for name, text in files.items()
+             if (scope := scope_of(name)) is not None and scope.soc_version == soc}
+    written = write_tree(out, entries, merge=merge, empty_files=empty)
+    return TreeExport(written, sorted(socs | {scope.soc_version for scope in empty}), subgraphs)
 
 
 def task_result(bank: Bank, task_ref: str, file_format: str, result_format: str = "v2") -> Any:

@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 from bank.canonical import xxh64_key
 from bank.events import Event, EventKind
 from bank.formats.aoe_results import ImportedOp, ImportedReport, ImportFormatError
+from bank.tree_imports import TreeCounts
 
 if TYPE_CHECKING:
     from bank.api import Bank
-    from bank.formats.aoe_repo import RepoEntry
+    from bank.formats.aoe_repo import TreeRead
     from bank.formats.jsonl import Anchor
 
 Resolver = Callable[[str], tuple[str, dict[str, Any], str] | None]
@@ -169,11 +170,18 @@ class FileImport:
     unresolved: int = 0
     task_ids: list[str] = field(default_factory=list, repr=False)
     head: dict[str, Any] | None = None  # events files: the bank they claim, their last seq and hash
+    tree: TreeCounts | None = None  # AOE bank trees: what their entries came to
+    gaps: list[str] = field(default_factory=list)  # AOE bank trees: places that hold no entry
 
     def as_json(self) -> dict[str, Any]:
-        out = {"path": self.path, "kind": self.kind, "tasks": self.tasks,
-               "tasks_present": self.tasks_present, "events": self.events,
-               "unresolved": self.unresolved}
+        out: dict[str, Any] = {"path": self.path, "kind": self.kind, "tasks": self.tasks,
+                               "tasks_present": self.tasks_present, "events": self.events,
+                               "unresolved": self.unresolved}
+        if self.tree is not None:
+            out.update(entries=self.tree.entries, entries_new=self.tree.new,
+                       entries_changed=self.tree.changed, entries_unchanged=self.tree.unchanged,
+                       entries_outranked=self.tree.outranked, socs=self.tree.socs,
+                       gaps=self.gaps)
         return {**out, "head": self.head} if self.head is not None else out
 
 
@@ -188,6 +196,9 @@ class PreparedImport:
     events: list[Event]
     streams: list[tuple[FileImport, Path]] = field(default_factory=list)
     expect_head: Anchor | None = None
+    trees: list[tuple[FileImport, TreeRead]] = field(default_factory=list)
+    """AOE bank trees (and single bank files): their events depend on what the bank holds, so
+    :func:`apply_import` derives them in the same transaction as it appends."""
 
 
 @dataclass
@@ -218,14 +229,23 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
     from bank.formats.aoe_repo import read_tree
     from bank.formats.aoe_results import load_result_file
     from bank.formats.jsonl import is_events_file
+    from bank.formats.runtime_kb import SUFFIX
 
     events: list[Event] = []
     files: list[FileImport] = []
     streams: list[tuple[FileImport, Path]] = []
+    trees: list[tuple[FileImport, TreeRead]] = []
     for path in paths:
-        if path.is_dir():
-            built, info = _tree_events(path, read_tree(path), soc_version)
-        elif is_events_file(path):
+        if path.is_dir() or path.name.endswith(SUFFIX):
+            tree = read_tree(path)
+            if soc_version is not None and tree.socs() not in ([], [soc_version]):
+                raise BankError(f"{path}: holds banks of {', '.join(tree.socs())}, not only "
+                                f"--soc-version {soc_version}")
+            info = FileImport(str(path), "aoe-repo", gaps=[str(gap) for gap in tree.gaps])
+            trees.append((info, tree))
+            files.append(info)
+            continue
+        if is_events_file(path):
             info = FileImport(str(path), "events")
             streams.append((info, path))
             files.append(info)
@@ -246,7 +266,7 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
         files.append(info)
     if expect_head is not None and not any(f.kind == "events" for f in files):
         raise BankError("--expect-head: checks the chain of an events file, and none is imported")
-    return PreparedImport(files, events, streams, expect_head)
+    return PreparedImport(files, events, streams, expect_head, trees)
 
 
 def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
@@ -258,8 +278,17 @@ def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
     """
     from bank.formats.forked import stream_events_file
     from bank.formats.jsonl import EventsFileInfo
+    from bank.tree_imports import tree_events, tree_moments
 
     present = {t.task_id for t in bank.tasks()}
+    pending: dict[tuple[str, str], str] = {}
+    from_trees: list[Event] = []
+    for (info, tree), moment in zip(prepared.trees, tree_moments(len(prepared.trees)), strict=True):
+        built, info.tree, info.task_ids = tree_events(bank, tree, pending, moment)
+        info.events = len(built)
+        from_trees += built
+    prepared = PreparedImport(prepared.files, prepared.events + from_trees, prepared.streams,
+                              prepared.expect_head, prepared.trees)
     if prepared.streams:
         found = {id(info): EventsFileInfo() for info, _ in prepared.streams}
 
@@ -291,55 +320,3 @@ def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _tree_events(root: Path, entries: Sequence[RepoEntry],
-                 soc_version: str | None) -> tuple[list[Event], FileImport]:
-    from bank.errors import BankError
-
-    socs = sorted({e.soc_version for e in entries})
-    if soc_version is not None and socs != [soc_version]:
-        raise BankError(f"{root}: holds banks of {', '.join(socs)}, not only --soc-version "
-                        f"{soc_version}")
-    info = FileImport(str(root), "aoe-repo")
-    events: list[Event] = []
-    for soc in socs:
-        mine = [e for e in entries if e.soc_version == soc]
-        digest = hashlib.sha256()
-        for path in sorted({e.file for e in mine}):
-            digest.update(path.name.encode() + path.read_bytes())
-        source = ImportSource(digest.hexdigest(), soc)
-        task_id = hashlib.sha256(f"{soc}|{source.file_sha256}|repo".encode()).hexdigest()[:16]
-        events += _tree_task(root, mine, source, task_id)
-        info.task_ids.append(task_id)
-        info.tasks += 1
-    info.events = len(events)
-    return events, info
-
-
-def _tree_task(root: Path, entries: Sequence[RepoEntry], source: ImportSource,
-               task_id: str) -> list[Event]:
-    def event(kind: EventKind, payload: dict[str, Any], key: str | None = None,
-              op_type: str | None = None) -> Event:
-        return Event(kind=kind, soc_version=source.soc_version, task_id=task_id, recorded_at=EPOCH,
-                     origin=f"aoe-repo:{source.file_sha256[:16]}",
-                     payload={k: v for k, v in payload.items() if v is not None},
-                     repo_key=key, op_type=op_type)
-
-    events = [event(EventKind.TASK_STARTED, {"tuning_name": "import of an AOE bank tree",
-                                             "job_type": "repo-import"})]
-    seen: set[str] = set()
-    for entry in entries:
-        times = entry.times or {}
-        key = times.get("repo_key") or xxh64_key(entry.info_dict)
-        if key in seen:
-            continue
-        seen.add(key)
-        events.append(event(EventKind.ADD, {
-            "info_dict": entry.info_dict, "knowledge": entry.knowledge,
-            "performance_after_us": times.get("best_us"),
-            "performance_unknown": True if times.get("best_us") is None else None,
-            "tune_mode": times.get("tune_mode"), "backend": times.get("backend") or "aoe",
-            "reason": "imported"}, key, entry.op_type))
-    events.append(event(EventKind.TASK_FINISHED, {"status": "successful"}))
-    return events

@@ -14,6 +14,7 @@ from cli.common import (
     JsonOption,
     check_socs,
     fail,
+    one_line,
     open_bank,
     print_json,
     print_table,
@@ -69,7 +70,7 @@ def import_(
         check_socs(bank, {e.soc_version for e in prepared.events}, allow_unknown=allow_unknown_soc)
         return apply_import(bank, prepared)
 
-    report = write_to_bank(db, work)
+    report, known = write_to_bank(db, lambda bank: (work(bank), {t.soc_version for t in bank.tasks()}))
     if as_json:
         print_json(report.as_json())
         return
@@ -77,12 +78,41 @@ def import_(
                 [[f.path, f.kind, f.tasks, f.tasks_present, f.events, f.unresolved]
                  for f in report.files])
     for f in report.files:
+        if f.tree is not None:
+            _tree_lines(f, known)
         if f.head is not None:
             checked = "matches --expect-head" if f.head["anchored"] else \
                 "not checked against an anchor (--expect-head)"
             typer.echo(f"{f.path}: history of bank {f.head['bank_id']} up to seq {f.head['seq']}, "
                        f"head {f.head['hash']}: {checked}")
     typer.echo(f"{report.appended} event(s) added, {report.skipped} already present")
+
+
+def _tree_lines(f: Any, in_bank: set[str]) -> None:
+    """What an AOE bank tree came to: its entries, the chips the tuner cannot tune (kept as
+    data all the same), a chip named like another but for the case, and every place in it that
+    holds no entry."""
+    from tuner.socs import SOCS
+
+    t = f.tree
+    line = (f"{f.path}: {t.entries} entries: {t.new} new, {t.changed} changed, {t.unchanged} "
+            "already in the bank as they are")
+    if t.outranked:
+        line += (f"; {t.outranked} of the changed stay behind an entry the bank holds with a "
+                 "measured time (a faster entry wins)")
+    typer.echo(line)
+    untunable = [soc for soc in t.socs if soc not in SOCS]
+    if untunable:
+        typer.echo(one_line(f"{f.path}: chips tunebank's tuner cannot tune, kept as data: "
+                            f"{', '.join(untunable)}"))
+    for soc in t.socs:
+        alike = sorted(name for name in set(SOCS) | in_bank
+                       if name != soc and name.casefold() == soc.casefold())
+        if alike:
+            typer.echo(f"{soc} differs only in case from {', '.join(alike)}: AOE's chip names are "
+                       "case-sensitive, so the bank keeps them as different chips")
+    for gap in f.gaps:
+        typer.echo(one_line(f"no entry: {gap}"))
 
 
 @user_errors
@@ -99,13 +129,17 @@ def export(
     input_shape: Annotated[str | None, typer.Option(
         "--input-shape", help="tuning-result: input shapes.")] = None,
     core_num: Annotated[int | None, typer.Option(
-        "--core-num", min=1, help="aoe-repo: the core count in file names (default: the chip's).")] = None,
+        "--core-num", min=1, help="aoe-repo: the core count in the file names of entries tunebank "
+                                  "tuned (default: the chip's; AOE's own entries keep theirs).")] = None,
+    merge: Annotated[bool, typer.Option(
+        "--merge", help="aoe-repo: into a folder whose bank files hold entries the bank lacks, "
+                        "keep those (without it such a folder is refused).")] = False,
     db: DbOption = None,
 ) -> None:
     """Export the bank: AOE's bank tree, the event log, tuning_result.json, result files or CSV."""
     with open_bank(db) as bank:
         if file_format == ExportFormat.aoe_repo:
-            _export_repo(bank, out, core_num)
+            _export_repo(bank, out, core_num, merge)
         elif file_format == ExportFormat.jsonl:
             _to_output(out, lambda handle: _jsonl(bank, handle))
         elif file_format == ExportFormat.csv:
@@ -149,23 +183,21 @@ def _write_json(out: Path | None, value: Any) -> None:
     write_json_atomic(out, value)
 
 
-def _export_repo(bank: Any, out: Path | None, core_num: int | None) -> None:
-    from bank.formats.aoe_repo import write_tree
+def _export_repo(bank: Any, out: Path | None, core_num: int | None, merge: bool) -> None:
+    from bank.exports import export_tree
     from tuner.socs import SOCS
 
     if out is None:
         raise fail("--format aoe-repo needs --out DIR", code=2)
-    every = bank.policies()
-    policies = [p for p in every if not p.is_subgraph]  # AOE keeps those in its subgraph bank
-    cores: dict[str, int] = {}
-    for soc in sorted({p.soc_version for p in policies}):
-        if core_num is None and soc not in SOCS:
-            raise fail(f"--core-num: the core count of {soc} is not known; give it with --core-num")
-        cores[soc] = core_num or SOCS[soc].ai_cores
-    files = write_tree(out, policies, cores)
-    typer.echo(f"{len(policies)} entries in {len(files)} file(s) under {out}")
-    if len(every) > len(policies):
-        typer.echo(f"{len(every) - len(policies)} subgraph entries left out: the operator bank does not "
+    done = export_tree(bank, out, {soc: spec.ai_cores for soc, spec in SOCS.items()}, core_num,
+                       merge=merge)
+    line = (f"{done.written.entries} entries of {len(done.socs)} chip(s) in "
+            f"{len(done.written.files)} file(s) under {out}")
+    if done.written.kept:
+        line += f"; {done.written.kept} entries the files held and the bank lacks kept (--merge)"
+    typer.echo(one_line(line))
+    if done.subgraphs:
+        typer.echo(f"{done.subgraphs} subgraph entries left out: the operator bank does not "
                    "hold them (`bank export --format sgat --task ID` writes a task's as a result file)")
 
 
@@ -205,17 +237,20 @@ def merge(
     if as_json:
         print_json([r.as_json() for r in reports])
         return
-    print_table(["source", "events_added", "already_present", "new_keys", "faster", "ties",
-                 "conflicts"],
-                [[r.source, r.added, r.present, r.new_keys, r.faster, r.ties, len(r.conflicts)]
-                 for r in reports])
+    print_table(["source", "events_added", "already_present", "new_keys", "faster", "newer",
+                 "ties", "conflicts"],
+                [[r.source, r.added, r.present, r.new_keys, r.faster, r.newer, r.ties,
+                  len(r.conflicts)] for r in reports])
+    if any(r.newer for r in reports):
+        typer.echo("newer: keys both banks hold without a measured time (AOE's own entries); the "
+                   "entry recorded later (imported or tuned later) holds")
     if any(r.ties for r in reports):  # which side wins a tie varies run to run: --json says
         typer.echo("ties: keys both banks hold with records of the same time; the smaller event id "
                    "decides which record stands, and no key gets faster or slower by it")
     conflicts = [c for r in reports for c in r.conflicts]
     if conflicts:
         typer.echo("")
-        print_table(["soc_version", "repo_key", "op_type", "winner_us", "winner_origin", "loser_us",
-                     "loser_origin"],
-                    [[c.soc_version, c.repo_key, c.op_type, c.winner.best_us, c.winner.origin,
-                      c.loser.best_us, c.loser.origin] for c in conflicts])
+        print_table(["soc_version", "repo_key", "op_type", "decided_by", "winner_us",
+                     "winner_origin", "loser_us", "loser_origin"],
+                    [[c.soc_version, c.repo_key, c.op_type, c.rule, c.winner.best_us,
+                      c.winner.origin, c.loser.best_us, c.loser.origin] for c in conflicts])

@@ -1,20 +1,24 @@
-"""AOE's own bank layout (unified_bank), written from the policy projection and read back.
+"""AOE's bank trees: found and read as AOE and CANN lay them out, and written back.
 
-``DIR/{soc}/unified_bank/{soc}_{core_num}_AiCore_{optype}_runtime_kb.json`` holds JSON Lines
-``{"id", "op", "version", "info_dict", "knowledge"}``, one line per key, the best entry only.
-AOE's files carry no times, so tunebank writes them beside the bank files in
-``tunebank_times.json`` (info digest -> repo_key, best time, mode, backend); a tree without it
-imports with the times unknown, which every measured entry beats.
+A tree holds runtime knowledge-bank files (:mod:`bank.formats.runtime_kb`) wherever they sit
+under it: AOE's ``{soc}/unified_bank/`` folders, an installed ``opp/built-in/data/op/``, or
+CANN's source layout (``*/op_host/config/<chip>/``). The chip, core count and operator come
+from each file's name, never from its folder.
+
+Entries that tunebank tuned itself carry no AOE fields (id, version, core count); they are
+written with an xxh32 id of their info_dict, version 1 and the chip's core count, and
+tunebank keeps what AOE's files cannot hold (the repo_key and the time) beside them in
+``tunebank_times.json``. Reading such a tree gives those entries their own repo_key back.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import re
+import os
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -22,93 +26,142 @@ import xxhash
 
 from bank.atomic import write_json_atomic, write_text_atomic
 from bank.canonical import canonical_json
-from bank.errors import BankError
-from bank.formats.jsontext import finite_number, read_json_file, read_text, shown
-from bank.formats.lines import json_object
-from bank.projection import Policy, info_digest
+from bank.formats.jsontext import finite_number, read_json_file, shown
+from bank.formats.runtime_kb import (
+    SUFFIX,
+    Gap,
+    KbEntry,
+    KbFile,
+    KbFormatError,
+    entry_line,
+    read_kb_file,
+)
+from bank.names import is_plain_name, why_not_plain
+from bank.projection import info_digest
 
 TIMES_FILE = "tunebank_times.json"
-ENTRY_VERSION = 1
-_FILE = re.compile(r"^(?P<soc>.+)_(?P<cores>\d+)_AiCore_(?P<op>.+)_runtime_kb\.json$")
+TUNEBANK_VERSION = 1
+"""The ``version`` of an entry tunebank tuned (AOE's shipped entries have 0)."""
 
-
-class RepoFormatError(BankError):
-    """A unified_bank tree or one of its files is malformed."""
+RepoFormatError = KbFormatError
 
 
 def entry_id(info_dict: Mapping[str, Any]) -> int:
-    """The uint32 hash AOE files an entry under (xxh32 of the key's canonical bytes)."""
+    """The id tunebank gives an entry it tuned itself: the xxh32 of the info_dict's canonical
+    JSON (AOE's own id hashes packed bytes tunebank does not know)."""
     return int(xxhash.xxh32_intdigest(canonical_json(dict(info_dict)).encode("utf-8")))
 
 
-def file_name(soc_version: str, core_num: int, op_type: str) -> str:
-    """The bank file of one chip, core count and operator type."""
-    return f"{soc_version}_{core_num}_AiCore_{op_type}_runtime_kb.json"
-
-
-def write_tree(out: Path, policies: Iterable[Policy], core_num: Mapping[str, int]) -> list[Path]:
-    """Write every policy into ``out`` in AOE's layout; return the files written."""
-    by_file: dict[Path, list[str]] = defaultdict(list)
-    times: dict[Path, dict[str, Any]] = defaultdict(dict)
-    for policy in policies:
-        op_type = policy.op_type or "unknown"
-        folder = out / policy.soc_version / "unified_bank"
-        line = {"id": entry_id(policy.info_dict), "op": op_type, "version": ENTRY_VERSION,
-                "info_dict": policy.info_dict, "knowledge": policy.knowledge}
-        by_file[folder / file_name(policy.soc_version, core_num[policy.soc_version], op_type)].append(
-            json.dumps(line, sort_keys=True, ensure_ascii=False))
-        if math.isfinite(policy.best_us):
-            times[folder][policy.info_digest] = {"repo_key": policy.repo_key, "best_us": policy.best_us,
-                                                 "tune_mode": policy.tune_mode,
-                                                 "backend": policy.backend}
-    for path, lines in by_file.items():
-        write_text_atomic(path, "\n".join(lines) + "\n")
-    for folder, table in times.items():
-        write_json_atomic(folder / TIMES_FILE, {"format": "tunebank-times", "version": 1,
-                                                "entries": table})
-    return sorted(by_file)
+def bank_files(root: Path) -> list[Path]:
+    """Every ``*_runtime_kb.json`` under ``root``, in path order. Symbolic links to folders
+    are not followed (a tree must not lead out of itself)."""
+    found = []
+    for folder, subfolders, names in os.walk(root, followlinks=False):
+        subfolders.sort()
+        found += [Path(folder) / name for name in names if name.endswith(SUFFIX)]
+    return sorted(found)
 
 
 @dataclass(frozen=True)
-class RepoEntry:
-    """One entry read back from a unified_bank file."""
+class TreeEntry:
+    """One entry of a tree: the file's entry, where it sits, and tunebank's times for it."""
 
-    soc_version: str
-    op_type: str
-    info_dict: dict[str, Any]
-    knowledge: dict[str, Any]
-    times: Mapping[str, Any] | None  # from tunebank_times.json, when present
-    file: Path
+    entry: KbEntry
+    file: str  # the file, relative to the tree
+    times: Mapping[str, Any] | None = None  # from tunebank_times.json: a tunebank-tuned entry
+
+    @cached_property
+    def repo_key(self) -> str:
+        return str((self.times or {}).get("repo_key") or self.entry.repo_key)
+
+    @property
+    def soc_version(self) -> str:
+        return self.entry.scope.soc_version
 
 
-def read_tree(root: Path) -> list[RepoEntry]:
-    """Every entry under ``root`` (a folder holding ``{soc}/unified_bank/``).
+@dataclass
+class TreeRead:
+    """What a tree (or one bank file) holds: its entries, in file and line order, and every
+    place that holds none."""
+
+    path: str  # as given
+    files: int = 0
+    entries: list[TreeEntry] = field(default_factory=list)
+    gaps: list[Gap] = field(default_factory=list)
+    empty_files: dict[KbFile, str] = field(default_factory=dict)
+    """The files that hold no entry, with what they hold (``{}`` or nothing), so an export
+    can give them back file for file."""
+
+    def socs(self) -> list[str]:
+        return sorted({e.soc_version for e in self.entries})
+
+
+def read_tree(path: Path) -> TreeRead:
+    """Every entry of a tree, or of one bank file.
+
+    An entry repeated (the same chip, cores, operator and info_dict) with the same content is
+    kept once and the repeat named as a gap; with other content it is refused, as the bank
+    could not say which one AOE would use.
 
     Raises:
-        RepoFormatError: no bank files there, or a line is not a valid entry.
+        KbFormatError: no bank file there, a file's name or a line is not valid (the message
+            names the file and line), or an entry is repeated with other content.
     """
-    files = sorted(root.glob("*/unified_bank/*_runtime_kb.json"))
+    files = [path] if not path.is_dir() else bank_files(path)
     if not files:
-        raise RepoFormatError(f"{root}: no {{soc}}/unified_bank/*_runtime_kb.json files")
-    entries = []
-    for path in files:
-        match = _FILE.match(path.name)
-        if not match:
-            raise RepoFormatError(f"{path}: name is not {{soc}}_{{cores}}_AiCore_{{op}}_runtime_kb.json")
-        times = _times(path.parent / TIMES_FILE)
-        for number, text in enumerate(read_text(path, RepoFormatError).splitlines(), 1):
-            if text.strip():
-                entries.append(_entry(path, number, text, match["soc"], times))
-    return entries
+        raise KbFormatError(f"{path}: no bank files (*{SUFFIX}) in it: a tree holds "
+                            "{soc}/unified_bank/{soc}_{cores}_AiCore_{op}" + SUFFIX)
+    tree = TreeRead(str(path), len(files))
+    seen: dict[str, TreeEntry] = {}
+    times_of: dict[Path, dict[str, Any]] = {}
+    for file in files:
+        relative = file.name if file == path else file.relative_to(path).as_posix()
+        read = read_kb_file(file, str(file))
+        tree.gaps += read.gaps
+        if not read.entries:
+            empty = any(gap.what.startswith("{}") for gap in read.gaps)
+            tree.empty_files[read.scope] = "{}" if empty else ""
+        folder = file.parent
+        if folder not in times_of:
+            times_of[folder] = _times(folder / TIMES_FILE)
+        for entry in read.entries:
+            found = TreeEntry(entry, relative, _times_for(times_of[folder], entry, file.name))
+            first = seen.get(found.repo_key)
+            if first is None:
+                seen[found.repo_key] = found
+                tree.entries.append(found)
+            elif first.entry.line_text() == entry.line_text():
+                tree.gaps.append(Gap(str(file), entry.line, f"repeats {first.file}: line "
+                                     f"{first.entry.line}, kept once"))
+            else:
+                raise KbFormatError(
+                    f"{file}: line {entry.line}: the same chip, cores, op and info_dict as "
+                    f"{_joined(path, first.file)}: line {first.entry.line}, with other content; "
+                    "which one holds is not known")
+    return tree
+
+
+def _joined(root: Path, relative: str) -> str:
+    return str(root / relative) if root.is_dir() else str(root)
+
+
+def _times_for(table: Mapping[str, Any], entry: KbEntry, file_name: str) -> Mapping[str, Any] | None:
+    """tunebank's times of an entry it wrote itself (its digest in the table, its file named)."""
+    if not table or entry.version != TUNEBANK_VERSION:
+        return None
+    found = table.get(info_digest(entry.info_dict))
+    if found is None or found.get("file", file_name) != file_name:
+        return None
+    return dict(found)
 
 
 def _times(path: Path) -> dict[str, Any]:
-    if not path.exists():
+    if not path.is_file():
         return {}
-    data = read_json_file(path, RepoFormatError)
+    data = read_json_file(path, KbFormatError)
     table = data.get("entries") if isinstance(data, dict) else None
     if not isinstance(table, dict):
-        raise RepoFormatError(f"{path}: entries must be an object")
+        raise KbFormatError(f"{path}: entries must be an object")
     for digest, entry in table.items():
         _check_times(f"{path}: entries.{digest}", entry)
     return table
@@ -116,28 +169,166 @@ def _times(path: Path) -> dict[str, Any]:
 
 def _check_times(where: str, entry: Any) -> None:
     """One entry of tunebank_times.json: an object of a repo_key, a non-negative time
-    and text (or nothing) for the mode and the backend."""
+    and text (or nothing) for the mode, the backend and the file."""
     if not isinstance(entry, dict):
-        raise RepoFormatError(f"{where}: must be an object, not {shown(entry)}")
+        raise KbFormatError(f"{where}: must be an object, not {shown(entry)}")
     key, best = entry.get("repo_key"), entry.get("best_us")
     if key is not None and not (isinstance(key, str) and key):
-        raise RepoFormatError(f"{where}.repo_key: must be a non-empty string, not {shown(key)}")
+        raise KbFormatError(f"{where}.repo_key: must be a non-empty string, not {shown(key)}")
     if best is not None and (not finite_number(best) or best < 0):
-        raise RepoFormatError(f"{where}.best_us: must be a non-negative number, not {shown(best)}")
-    for name in ("tune_mode", "backend"):
+        raise KbFormatError(f"{where}.best_us: must be a non-negative number, not {shown(best)}")
+    for name in ("tune_mode", "backend", "file"):
         if entry.get(name) is not None and not isinstance(entry[name], str):
-            raise RepoFormatError(f"{where}.{name}: must be a string, not {shown(entry[name])}")
+            raise KbFormatError(f"{where}.{name}: must be a string, not {shown(entry[name])}")
 
 
-def _entry(path: Path, number: int, text: str, soc: str, times: Mapping[str, Any]) -> RepoEntry:
-    where = f"{path}: line {number}"
-    line = json_object(path, number, text, RepoFormatError)
-    for name in ("info_dict", "knowledge"):
-        if not isinstance(line.get(name), dict):
-            raise RepoFormatError(f"{where}: field {name} must be an object")
-    if not isinstance(line.get("op"), str):
-        raise RepoFormatError(f"{where}: field op must be a string")
-    if line.get("id") != entry_id(line["info_dict"]):
-        raise RepoFormatError(f"{where}: id {line.get('id')} does not match its info_dict")
-    known = times.get(info_digest(line["info_dict"]))
-    return RepoEntry(soc, line["op"], line["info_dict"], line["knowledge"], known, path)
+# -- writing ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutEntry:
+    """One entry to write: its file, its line, where it sorts, and tunebank's times for it."""
+
+    scope: KbFile
+    line: str
+    order: tuple[int, str]  # (line it was read from, repo_key): a tree comes back in its order
+    times: Mapping[str, Any] | None = None
+    digest: str = ""
+
+
+def out_entry(soc_version: str, repo_key: str, op_type: str | None, payload: Mapping[str, Any],
+              core_num: Mapping[str, int]) -> OutEntry:
+    """The line of one policy's winning event (its payload), in the file it belongs to.
+
+    An entry read from an AOE file goes back to its own file with its own id and version;
+    one tunebank tuned gets :func:`entry_id`, :data:`TUNEBANK_VERSION` and ``core_num``.
+
+    Raises:
+        KbFormatError: the chip or the operator type is not a plain name, or the chip's core
+            count is not known.
+    """
+    info, knowledge = payload.get("info_dict") or {}, payload["knowledge"]
+    aoe = payload.get("aoe_entry")
+    op = op_type or "unknown"
+    for what, name in (("chip", soc_version), ("operator type", op)):
+        if not is_plain_name(name):
+            raise KbFormatError(f"entry {repo_key}: the {what} {why_not_plain(name)}")
+    if isinstance(aoe, dict):
+        file_op = aoe.get("file_op") or op
+        if not is_plain_name(file_op):
+            raise KbFormatError(f"entry {repo_key}: the file's operator type {why_not_plain(file_op)}")
+        source = payload.get("source") or {}
+        line: int = source["line"] if isinstance(source.get("line"), int) else 0
+        return OutEntry(KbFile(soc_version, int(aoe["core_num"]), file_op),
+                        entry_line(op, info, knowledge, aoe), (line, repo_key))
+    if soc_version not in core_num:
+        raise KbFormatError(f"--core-num: the core count of {soc_version} is not known; give it "
+                            "with --core-num")
+    scope = KbFile(soc_version, core_num[soc_version], op)
+    best = payload.get("performance_after_us")
+    times: dict[str, Any] = {"repo_key": repo_key, "file": scope.name}
+    if best is not None and math.isfinite(best):
+        times.update(best_us=best, tune_mode=payload.get("tune_mode"),
+                     backend=payload.get("backend"))
+    text = entry_line(op, info, knowledge, {"id": entry_id(info), "version": TUNEBANK_VERSION})
+    return OutEntry(scope, text, (0, repo_key), times, info_digest(info))
+
+
+@dataclass(frozen=True)
+class TreeWrite:
+    """What writing a tree did: the files written and how many entries went in."""
+
+    files: list[Path]
+    entries: int
+    kept: int = 0  # entries of files already there that the bank lacked, kept (--merge)
+
+
+def existing_lines(out: Path, scopes: Iterable[KbFile]) -> dict[KbFile, list[KbEntry]]:
+    """The entries of the bank files ``out`` already holds among ``scopes``' files."""
+    found = {}
+    for scope in scopes:
+        path = out / scope.soc_version / "unified_bank" / scope.name
+        if path.exists():
+            found[scope] = read_kb_file(path).entries
+    return found
+
+
+def write_tree(out: Path, entries: Iterable[OutEntry], *, merge: bool = False,
+               empty_files: Mapping[KbFile, str] | None = None) -> TreeWrite:
+    """Write ``entries`` under ``out`` in AOE's layout, a file per chip, cores and operator,
+    and each of ``empty_files`` that gets no entry as it was read (``{}`` or nothing).
+
+    A file already there whose entries the bank lacks is refused unless ``merge``: then its
+    entries stay, in their order, those the bank holds are replaced in place, and the bank's
+    others follow.
+
+    Raises:
+        KbFormatError: a file there holds entries the bank lacks (without ``merge``), or is not
+            a valid bank file; nothing is written then.
+    """
+    by_file: dict[KbFile, list[OutEntry]] = defaultdict(list)
+    for entry in entries:
+        by_file[entry.scope].append(entry)
+    there = existing_lines(out, by_file)
+    texts: dict[KbFile, list[str]] = {}
+    kept = 0
+    for scope, mine in by_file.items():
+        mine.sort(key=lambda e: e.order)
+        lines = [e.line for e in mine]
+        if scope in there:
+            ours = {_identity(text) for text in lines}
+            theirs = [e for e in there[scope] if _identity(e.line_text()) not in ours]
+            if theirs and not merge:
+                raise KbFormatError(
+                    f"{out / scope.soc_version / 'unified_bank' / scope.name}: holds {len(theirs)} "
+                    "entries the bank lacks (the first at line "
+                    f"{theirs[0].line}); --merge keeps them, or export into an empty folder")
+            if merge:
+                kept += len(theirs)
+                lines = _merged(there[scope], lines)
+        texts[scope] = lines
+    for scope, text in (empty_files or {}).items():
+        path = out / scope.soc_version / "unified_bank" / scope.name
+        if scope not in texts and not path.exists():
+            texts[scope] = [text] if text else []
+    written = []
+    times: dict[Path, dict[str, Any]] = defaultdict(dict)
+    for scope, lines in texts.items():
+        folder = out / scope.soc_version / "unified_bank"
+        write_text_atomic(folder / scope.name, "\n".join(lines) + "\n" if lines else "")
+        written.append(folder / scope.name)
+        for entry in by_file[scope]:
+            if entry.times is not None:
+                times[folder][entry.digest] = {k: v for k, v in entry.times.items() if v is not None}
+    for folder, table in times.items():
+        path = folder / TIMES_FILE
+        old = _times(path) if merge else {}
+        write_json_atomic(path, {"format": "tunebank-times", "version": 1,
+                                 "entries": {**old, **table}})
+    return TreeWrite(sorted(written), sum(len(v) for v in by_file.values()), kept)
+
+
+def scope_of(name: str) -> KbFile | None:
+    """The chip, cores and operator of a bank file's name, or None if it is not one."""
+    try:
+        return KbFile.parse(name)
+    except KbFormatError:
+        return None
+
+
+def _identity(line: str) -> tuple[Any, ...]:
+    """What makes two lines of one file the same entry: the op and the info_dict."""
+    from bank.formats.jsontext import parse_json
+
+    value = parse_json(line, "line", KbFormatError)
+    return value.get("op"), canonical_json(value.get("info_dict"))
+
+
+def _merged(existing: list[KbEntry], lines: list[str]) -> list[str]:
+    """The file's entries in their order, each replaced by the bank's line for it, then the
+    bank's other lines."""
+    ours = {_identity(text): text for text in lines}
+    out = []
+    for entry in existing:
+        out.append(ours.pop(_identity(entry.line_text()), entry.line_text()))
+    return out + list(ours.values())

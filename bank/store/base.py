@@ -384,6 +384,11 @@ class EventStore(ABC):
         with self.transaction() as db:
             return reads.events_by_id(db, event_ids)
 
+    def policy_events(self) -> list[StoredEvent]:
+        """The winning event of every policy, in seq order."""
+        with self.transaction() as db:
+            return reads.policy_events(db)
+
     def outcomes_for_keys(self, soc_version: str, kind: str,
                           repo_keys: Sequence[str]) -> list[StoredEvent]:
         """Every ``kind`` event of ``soc_version`` whose repo_key is in ``repo_keys``."""

@@ -75,6 +75,12 @@ def events_by_id(db: Db, event_ids: Sequence[str]) -> list[StoredEvent]:
     return sorted(found, key=lambda stored: stored.seq)
 
 
+def policy_events(db: Db) -> list[StoredEvent]:
+    """The winning event of every policy, in seq order, in one statement."""
+    statement = sql.select_events("seq IN (SELECT seq FROM policy)")
+    return [values_to_event(row) for row in db.stream(statement)]
+
+
 def policy_refs(db: Db) -> dict[PolicyKey, tuple[str, float]]:
     """The event_id and best time of every stored policy, by key."""
     rows = db.stream("SELECT soc_version, repo_key, info_digest, event_id, best_us FROM policy")

@@ -1,6 +1,7 @@
 """Every command takes the same chip names (issue 16): those `bank socs` lists and those the
 bank already holds; a wrong case is refused with the name meant, and a chip tunebank does not
-know is imported only with --allow-unknown-soc."""
+know is imported only with --allow-unknown-soc (from a result file; a bank tree is AOE's own word
+for its chips, issue 27)."""
 
 from __future__ import annotations
 
@@ -64,23 +65,33 @@ def test_an_unknown_chip_needs_the_opt_in_then_every_reader_takes_it(bank: Path)
     assert tune.exit_code == 1
 
 
-def test_a_bank_tree_of_an_unknown_chip_needs_the_opt_in(bank: Path, tmp_path: Path) -> None:
+def _renamed_tree(bank: Path, tmp_path: Path, chip: str) -> Path:
     tree = tmp_path / "tree"
-    assert runner.invoke(app, ["export", "--format", "aoe-repo", "--out", str(tree), "--db",
-                               str(bank)]).exit_code == 0
-    renamed = tmp_path / "renamed"
+    if not tree.exists():
+        assert runner.invoke(app, ["export", "--format", "aoe-repo", "--out", str(tree), "--db",
+                                   str(bank)]).exit_code == 0
+    renamed = tmp_path / chip
     for path in tree.rglob("*"):
-        target = renamed / str(path.relative_to(tree)).replace("Ascend310", "Ascend777")
+        target = renamed / str(path.relative_to(tree)).replace("Ascend310", chip)
         if path.is_dir():
             target.mkdir(parents=True, exist_ok=True)
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
+    return renamed
+
+
+def test_a_bank_tree_is_aoe_word_for_its_chips(bank: Path, tmp_path: Path) -> None:
+    """A tree's chips are AOE's (issue 27): one tunebank cannot tune is taken as data and named
+    in the closing lines, and one differing only in case from a chip known is named too."""
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     db = fresh / "bank.db"
-    refused = refused_or_sound(["import", str(renamed), "--db", str(db)], db)
-    assert refused.exit_code == 1 and "unknown soc_version 'Ascend777'" in refused.stderr
-    assert not db.exists()
-    taken = refused_or_sound(["import", str(renamed), "--allow-unknown-soc", "--db", str(db)], db)
+    taken = refused_or_sound(["import", str(_renamed_tree(bank, tmp_path, "Ascend777")),
+                              "--db", str(db)], db)
     assert taken.exit_code == 0, taken.output
+    assert "chips tunebank's tuner cannot tune, kept as data: Ascend777" in taken.output
+    cased = refused_or_sound(["import", str(_renamed_tree(bank, tmp_path, "ASCEND310")),
+                              "--db", str(db)], db)
+    assert cased.exit_code == 0, cased.output
+    assert "ASCEND310 differs only in case from Ascend310" in cased.output
