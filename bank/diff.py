@@ -11,9 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bank.projection import Policy, PolicyKey
+from bank.projection import Policy, PolicyKey, info_digest
+
+if TYPE_CHECKING:
+    from bank.formats.aoe_repo import TreeRead
 
 
 @dataclass(frozen=True)
@@ -108,3 +111,20 @@ def _order(policies: Mapping[PolicyKey, Policy]) -> Any:
 
 def _time(value: float) -> float | None:
     return value if math.isfinite(value) else None
+
+
+def tree_policies(tree: TreeRead, soc_version: str | None = None) -> list[Policy]:
+    """An AOE bank tree's entries as the policies a bank that imported only it would hold, so
+    two trees (or a tree and a bank) compare as two banks do. Each is named by its file and
+    line (``task_id``) and the tree (``origin``)."""
+    found = []
+    for entry in tree.entries:
+        if soc_version not in (None, entry.soc_version):
+            continue
+        kb, best = entry.entry, (entry.times or {}).get("best_us")
+        place = f"{entry.file}:{kb.line}"
+        found.append(Policy.of(entry.soc_version, entry.repo_key, info_digest(kb.info_dict),
+                               kb.op_type, kb.info_dict, kb.knowledge,
+                               math.inf if best is None else float(best), kb.line, place,
+                               f"{tree.path}|{place}", tree.path, None, "aoe", None))
+    return found

@@ -39,48 +39,67 @@ class PolicySide:
 
 @dataclass(frozen=True)
 class Conflict:
-    """Two banks held different policies for one operator; the faster one won."""
+    """Two banks held different knowledge for one operator; the rule of
+    :func:`bank.projection.standing` chose one: the faster, or of two without a time (AOE's
+    own entries) the newer, or of equals the smaller event id (``rule`` says which)."""
 
     soc_version: str
     repo_key: str
     op_type: str | None
     winner: PolicySide
     loser: PolicySide
+    rule: str = "faster"
 
     def as_json(self) -> dict[str, Any]:
         return {"soc_version": self.soc_version, "repo_key": self.repo_key,
-                "op_type": self.op_type, "winner": self.winner.as_json(),
+                "op_type": self.op_type, "rule": self.rule, "winner": self.winner.as_json(),
                 "loser": self.loser.as_json()}
+
+
+def rule_of(winner: Policy, loser: Policy) -> str:
+    """Which part of the rule decided between two entries: faster, newer or tie."""
+    if winner.best_us != loser.best_us:
+        return "faster"
+    if not math.isfinite(winner.best_us) and winner.recorded_at != loser.recorded_at:
+        return "newer"
+    return "tie"
 
 
 @dataclass
 class MergeReport:
     """What merging one source did, key by key: ``new_keys`` the target did not hold,
-    ``faster`` ones whose source policy was strictly faster, and ``ties``, keys both held with
-    different records of the same time. The best-wins rule breaks a tie by the smaller
-    event_id, which holds task ids and times, so which record stands (``ties_switched`` counts
-    the source's wins) varies between two runs of the same tunes; the three counts do not, and
-    no tie makes a key faster or slower."""
+    ``faster`` ones whose source policy was strictly faster, ``newer`` ones both held without a
+    time (AOE's own entries) with other knowledge, where the source's entry was recorded later
+    and so holds now (``untimed_switched`` counts every key without a time whose record the
+    source's replaced, the same knowledge or not), and
+    ``ties``, keys both held with different measured records of the same time. The best-wins
+    rule breaks a tie by the smaller event_id, which holds task ids and times, so which record
+    stands (``ties_switched`` counts the source's wins) varies between two runs of the same
+    tunes; the counts do not, and no tie makes a key faster or slower."""
 
     source: str
     added: int = 0
     present: int = 0
     new_keys: int = 0
     faster: int = 0
+    newer: int = 0
+    untimed_switched: int = 0
     ties: int = 0
     ties_switched: int = 0
     conflicts: list[Conflict] = field(default_factory=list)
 
     @property
     def policies_changed(self) -> int:
-        """Every key whose winning event changed: new, faster, or a tie the source won."""
-        return self.new_keys + self.faster + self.ties_switched
+        """Every key whose winning event changed: new, faster, newer, or a tie the source won."""
+        return self.new_keys + self.faster + self.untimed_switched + self.ties_switched
 
     def as_json(self) -> dict[str, Any]:
         return {"source": self.source, "events_added": self.added,
                 "events_already_present": self.present,
                 "policies_new": self.new_keys, "policies_faster": self.faster,
-                "policies_tied": self.ties, "ties_switched": self.ties_switched,
+                "policies_newer": self.newer, "untimed_switched": self.untimed_switched,
+                "policies_tied": self.ties,
+                "ties_switched": self.ties_switched,
                 "policies_changed": self.policies_changed,
                 "conflicts": [c.as_json() for c in self.conflicts]}
 
@@ -92,6 +111,8 @@ class MergeReport:
                 self.new_keys += 1
             elif best_us < was[1]:
                 self.faster += 1
+            elif not math.isfinite(best_us) and other is not None and other[0] != was[0]:
+                self.untimed_switched += event_id != was[0]  # untimed: the later recorded holds
             elif other is not None and other[0] != was[0] and other[1] == was[1]:
                 self.ties += 1
                 self.ties_switched += event_id != was[0]
@@ -132,6 +153,8 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
             if mine is None or other.knowledge == mine.knowledge:
                 continue
             loser = other if winner.event_id == mine.event_id else mine
+            rule = rule_of(winner, loser)
+            report.newer += rule == "newer" and winner.event_id == other.event_id
             report.conflicts.append(Conflict(key[0], key[1], mine.op_type, PolicySide.of(winner),
-                                             PolicySide.of(loser)))
+                                             PolicySide.of(loser), rule))
     return report

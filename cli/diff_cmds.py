@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 @user_errors
 def diff(
     banks: Annotated[list[str] | None, typer.Argument(
-        metavar="[A B]", help="Two banks, files or URLs, compared policy by policy.",
+        metavar="[A B]", help="Two banks (files or URLs) or AOE bank trees (folders or "
+                              "*_runtime_kb.json files), compared entry by entry.",
         show_default=False)] = None,
     model: Annotated[list[Path] | None, typer.Option(
         "--model", exists=True, dir_okay=False,
@@ -44,8 +45,9 @@ def diff(
         "--exit-code", help="Exit 1 when there is a difference, 0 when there is none.")] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Compare two banks (A B: keys only in one, keys whose policy or time differs, and who
-    recorded each) or two versions of a model (--model twice: keys kept, gone and new, and what
+    """Compare two banks or AOE bank trees (A B: keys only in one, keys whose policy or time
+    differs, and who recorded each; two releases' trees: the entries added, changed and gone)
+    or two versions of a model (--model twice: keys kept, gone and new, and what
     the bank knows of the new ones)."""
     from bank.errors import BankError
 
@@ -73,21 +75,41 @@ def _open(name: str, which: str) -> Bank:
 
 
 def _diff_banks(a: str, b: str, soc_version: str | None, as_json: bool) -> bool:
-    from bank import PolicyFilter
+    from contextlib import ExitStack
+
     from bank.diff import diff_policies
 
-    where = PolicyFilter(soc_version=soc_version)
-    with _open(a, "A") as bank_a, _open(b, "B") as bank_b:
-        if soc_version is not None and soc_version not in {t.soc_version for t in bank_b.tasks()}:
-            check_socs(bank_a, [soc_version])
-        found = diff_policies(bank_a.policies(where), bank_b.policies(where))
-        names = {"a": {t.task_id: t.tuning_name for t in bank_a.tasks()},
-                 "b": {t.task_id: t.tuning_name for t in bank_b.tasks()}}
+    with ExitStack() as stack:
+        (found_a, names_a, bank_a), (found_b, names_b, bank_b) = (
+            _side(name, which, soc_version, stack) for name, which in ((a, "A"), (b, "B")))
+        if soc_version is not None and not (found_a or found_b):
+            for bank in (bank_a, bank_b):
+                if bank is not None:
+                    check_socs(bank, [soc_version])
+        found = diff_policies(found_a, found_b)
+    names = {"a": names_a, "b": names_b}
     if as_json:
         print_json({"a": a, "b": b, **found.as_json(names)})
     else:
         _print_bank_diff(found, a, b, names)
     return not found.identical
+
+
+def _side(name: str, which: str, soc_version: str | None,
+          stack: Any) -> tuple[list[Policy], dict[str, str | None], Bank | None]:
+    """One side's policies and task names: a bank's, or an AOE bank tree's entries."""
+    from bank import PolicyFilter
+    from bank.formats.runtime_kb import SUFFIX
+
+    path = Path(name).expanduser()
+    if "://" not in name and (path.is_dir() or path.name.endswith(SUFFIX)):
+        from bank.diff import tree_policies
+        from bank.formats.aoe_repo import read_tree
+
+        return tree_policies(read_tree(path), soc_version), {}, None
+    bank = stack.enter_context(_open(name, which))
+    return (bank.policies(PolicyFilter(soc_version=soc_version)),
+            {t.task_id: t.tuning_name for t in bank.tasks()}, bank)
 
 
 def _print_bank_diff(found: BankDiff, a: str, b: str, names: dict[str, dict[str, str | None]]) -> None:
@@ -107,9 +129,14 @@ def _print_bank_diff(found: BankDiff, a: str, b: str, names: dict[str, dict[str,
                      "A recorded by", "B recorded by"],
                     [[c.a.soc_version, c.a.repo_key, c.a.op_type, c.what, _us(c.a.best_us),
                       _us(c.b.best_us), c.faster.upper() if c.faster != "equal" else "equal",
-                      f"{by(c.a, 'a')} ({c.a.origin})", f"{by(c.b, 'b')} ({c.b.origin})"]
+                      _recorded(by(c.a, 'a'), c.a.origin, a), _recorded(by(c.b, 'b'), c.b.origin, b)]
                      for c in found.changed])
     typer.echo(found.total_line())
+
+
+def _recorded(by: str, origin: str, side: str) -> str:
+    """Who recorded an entry, and where: a tree's entries are named by file and line alone."""
+    return by if origin == side else f"{by} ({origin})"
 
 
 def _diff_models(models: list[Path], soc_version: str, db: str | None, job_type: str,

@@ -28,6 +28,12 @@ from cli.common import (
 
 if TYPE_CHECKING:
     from bank import Bank, StoredEvent
+    from bank.where import Condition
+
+WhereOption = Annotated[list[str] | None, typer.Option(
+    "--where", metavar="FIELD=VALUE",
+    help="Only entries whose info_dict field (knowledge.FIELD: knowledge field) has this value; "
+         "also !=, <, <=, >, >= (quote them); repeat to require several. Shown as columns.")]
 
 
 @user_errors
@@ -85,6 +91,7 @@ def query(
         "--as-of", help="Show the bank as of this UTC time (ISO 8601), by recorded_at.")] = None,
     at_seq: Annotated[int | None, typer.Option(
         "--at-seq", min=0, help="Show the bank as it was right after this seq.")] = None,
+    where: WhereOption = None,
     as_json: JsonOption = False,
     limit: LimitOption = None,
     sort: SortOption = None,
@@ -93,6 +100,9 @@ def query(
     """List the best policy per key, now or as it was (--as-of, --at-seq)."""
     from bank import PolicyFilter, policy_json
     from bank.events import format_time, parse_time
+    from bank.where import all_hold, parse_conditions
+
+    conditions = parse_conditions(where)
 
     until_time = None
     if as_of is not None:
@@ -100,18 +110,33 @@ def query(
             until_time = format_time(parse_time(as_of))
         except ValueError:
             raise fail(f"--as-of: {as_of!r} is not an ISO 8601 time (e.g. 2026-12-01T10:00)") from None
-    where = PolicyFilter(soc_version=soc_version, op_type=op_type, repo_key=repo_key, backend=backend,
-                         cost_model_version=cost_model_version)
+    chosen = PolicyFilter(soc_version=soc_version, op_type=op_type, repo_key=repo_key,
+                          backend=backend, cost_model_version=cost_model_version)
     with open_bank(db) as bank:
         check_socs(bank, [soc_version])
-        found = bank.policies(where, at_seq=at_seq, as_of=until_time)
+        found = bank.policies(chosen, at_seq=at_seq, as_of=until_time)
+    found = [p for p in found if all_hold(conditions, p.info_dict, p.knowledge)]
     if as_json:
         print_json([policy_json(p) for p in found])
         return
     show_rows(
-        ["soc_version", "repo_key", "op_type", "best_us", "mode", "backend", "task", "seq", "origin"],
-        [[p.soc_version, p.repo_key, p.op_type, p.best_us, p.tune_mode, p.backend, p.task_id, p.seq,
-          p.origin] for p in found], limit=limit, sort=sort, as_csv=as_csv)
+        ["soc_version", "repo_key", "op_type", *_columns(conditions), "best_us", "mode", "backend",
+         "task", "seq", "origin"],
+        [[p.soc_version, p.repo_key, p.op_type, *_values(conditions, p.info_dict, p.knowledge),
+          p.best_us, p.tune_mode, p.backend, p.task_id, p.seq, p.origin] for p in found],
+        limit=limit, sort=sort, as_csv=as_csv)
+
+
+def _columns(conditions: list[Condition]) -> list[str]:
+    """One column per field the conditions name, in their order."""
+    return list(dict.fromkeys(c.column for c in conditions))
+
+
+def _values(conditions: list[Condition], info: Any, knowledge: Any) -> list[object]:
+    firsts = {c.column: c for c in reversed(conditions)}
+    return [json.dumps(v) if isinstance(v := firsts[column].value_of(info or {}, knowledge or {}),
+                                        bool) else v
+            for column in _columns(conditions)]
 
 
 @user_errors
@@ -121,12 +146,17 @@ def history(
     op_name: Annotated[str | None, typer.Option(help="Every outcome of this op name.")] = None,
     op_type: Annotated[str | None, typer.Option(help="Every outcome of this op type.")] = None,
     soc_version: SocOption = None,
+    where: WhereOption = None,
     as_json: JsonOption = False,
     limit: LimitOption = None,
     sort: SortOption = None,
     as_csv: CsvOption = False,
 ) -> None:
-    """Show every outcome of a key or an operator, oldest first, with its task and model."""
+    """Show every outcome of a key or an operator, oldest first, with its task, model and
+    source (the AOE bank tree, file and line an imported entry came from)."""
+    from bank.where import parse_conditions
+
+    conditions = parse_conditions(where)
     if not (repo_key or op_name or op_type):
         raise fail("history: give --repo-key, --op-name or --op-type", code=2)
     with open_bank(db) as bank:
@@ -134,20 +164,50 @@ def history(
         found = bank.history(repo_key=repo_key, op_name=op_name, op_type=op_type,
                              soc_version=soc_version)
         models = {t.task_id: t.model_name for t in bank.tasks()}
+    if conditions:  # a hit carries the info_dict only: a knowledge condition is the entry's
+        found = _matching(found, conditions)
     if as_json:
         print_json([{**s.as_dict(), "model_name": models.get(s.event.task_id)} for s in found])
         return
     show_rows(
         ["seq", "time", "kind", "repo_key", "op_name", "task", "model", "before_us", "after_us",
-         "origin", "borrowed from"],
+         "origin", "borrowed from", "source"],
         [_history_row(s, models) for s in found], limit=limit, sort=sort, as_csv=as_csv)
+
+
+def _matching(found: list[StoredEvent], conditions: list[Condition]) -> list[StoredEvent]:
+    """The events of the keys whose info_dict meets the conditions (its knowledge, those on
+    knowledge fields: any of the key's entries)."""
+    from bank.where import all_hold
+
+    infos: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for s in found:
+        if isinstance(s.event.payload.get("info_dict"), dict):
+            infos.setdefault((s.event.soc_version, s.event.repo_key), s.event.payload["info_dict"])
+    keys = {(s.event.soc_version, s.event.repo_key) for s in found
+            if isinstance(s.event.payload.get("knowledge"), dict)
+            and all_hold(conditions, infos.get((s.event.soc_version, s.event.repo_key)),
+                         s.event.payload["knowledge"])}
+    if all(c.part == "info_dict" for c in conditions):
+        keys |= {key for key, info in infos.items() if all_hold(conditions, info, {})}
+    return [s for s in found if (s.event.soc_version, s.event.repo_key) in keys]
 
 
 def _history_row(stored: StoredEvent, models: dict[str, str | None]) -> list[object]:
     event, payload = stored.event, stored.event.payload
     return [stored.seq, short_time(event.recorded_at), event.kind, event.repo_key, event.op_name,
             event.task_id, models.get(event.task_id), payload.get("performance_before_us"),
-            payload.get("performance_after_us"), event.origin, _borrowed(payload)]
+            payload.get("performance_after_us"), event.origin, _borrowed(payload),
+            source_text(payload.get("source"))]
+
+
+def source_text(source: Any) -> str | None:
+    """Where an imported entry came from: ``TREE/FILE:LINE`` (a single file: ``FILE:LINE``)."""
+    if not isinstance(source, dict) or not isinstance(source.get("tree"), str):
+        return None
+    tree, file, line = source["tree"], source.get("file"), source.get("line")
+    path = tree if not isinstance(file, str) or tree.endswith(file) else f"{tree.rstrip('/')}/{file}"
+    return f"{path}:{line}" if isinstance(line, int) else path
 
 
 def _borrowed(payload: Mapping[str, Any]) -> str | None:
