@@ -345,10 +345,11 @@ class Bank:
         """Every policy's key with its event id and best time: what a merge compares."""
         return self.store.policy_refs()
 
-    def policy_events(self) -> list[StoredEvent]:
-        """The winning event of every policy, in seq order (one query): what an export that
-        needs more than the policy (an AOE entry's own fields) reads."""
-        return self.store.policy_events()
+    def policy_payloads(self) -> list[tuple[str, str, str | None, dict[str, Any]]]:
+        """(soc_version, repo_key, op_type, payload) of every policy's winning event, in seq
+        order (one query): what an export that needs more than the policy (an AOE entry's own
+        fields) reads."""
+        return self.store.policy_payloads()
 
     def policies_by_key(self, keys: Sequence[PolicyKey]) -> dict[PolicyKey, Policy]:
         """The policies of ``keys`` the bank holds."""

@@ -40,16 +40,14 @@ def export_tree(bank: Bank, out: Path, chip_cores: Mapping[str, int], core_num: 
     from bank.tree_imports import recorded_empty_files
     cores = {soc: core_num or count for soc, count in chip_cores.items()}
     entries, subgraphs, socs = [], 0, set()
-    for stored in bank.policy_events():
-        event = stored.event
-        if (event.payload.get("info_dict") or {}).get("job_type") == "sgat":
+    for soc, repo_key, op_type, payload in bank.policy_payloads():
+        if (payload.get("info_dict") or {}).get("job_type") == "sgat":
             subgraphs += 1
             continue
         if core_num is not None:
-            cores.setdefault(event.soc_version, core_num)
-        entries.append(out_entry(event.soc_version, event.repo_key or "", event.op_type,
-                                 event.payload, cores))
-        socs.add(event.soc_version)
+            cores.setdefault(soc, core_num)
+        entries.append(out_entry(soc, repo_key, op_type, payload, cores))
+        socs.add(soc)
     empty = {scope: text for soc, files in recorded_empty_files(bank).items()
              for name, text in files.items()
              if (scope := scope_of(name)) is not None and scope.soc_version == soc}

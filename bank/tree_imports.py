@@ -81,6 +81,7 @@ def tree_events(bank: Bank, tree: TreeRead, pending: dict[tuple[str, str], str],
     for scope, text in tree.empty_files.items():
         empty_by_soc[scope.soc_version][scope.name] = text
     known_empty = recorded_empty_files(bank) if empty_by_soc else {}
+    counts.socs = sorted(by_soc.keys() | empty_by_soc.keys())
     for soc in sorted(by_soc.keys() | empty_by_soc.keys()):
         changes = _changes(bank, soc, by_soc[soc], pending, counts)
         empty = {name: text for name, text in empty_by_soc[soc].items()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prints the README's tour: every command run for real in a fresh temporary folder.
 # Usage: bash docs/tour.sh > /tmp/tour.txt   (progress lines of the first tune go to stderr)
+#        bash docs/tour.sh real > /tmp/real.txt   (the real AOE banks of ../shared/aoe-banks)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -8,6 +9,29 @@ trap 'rm -rf "$work"' EXIT
 cd "$work"
 ln -s "$root/fixtures" fixtures
 show() { echo "\$ $*"; "$@" | sed "s|$work/||g"; echo; }
+if [ "${1:-}" = real ]; then
+  samples=$root/../shared/aoe-banks
+  [ -d "$samples" ] || samples=/work/shared/aoe-banks
+  ln -s "$samples" aoe-banks
+  show bank import aoe-banks/Ascend910B2 aoe-banks/Ascend910_9382 aoe-banks/FUSE --db aoe.db
+  show bank query --db aoe.db --soc-version Ascend910B2 --op-type MatMulV3 --where m=8192 --where 'k>=20000'
+  releases=$(cd aoe-banks/releases && ls | sort -n)
+  echo "\$ for r in $(echo $releases | tr '\n' ' '); do bank import aoe-banks/releases/\$r --db releases.db | grep entries; done"
+  for r in $releases; do bank import "aoe-banks/releases/$r" --db releases.db | grep entries; done
+  echo
+  first=$(echo "$releases" | head -1) last=$(echo "$releases" | tail -1)
+  echo "\$ bank diff aoe-banks/releases/$first aoe-banks/releases/$last | tail -1"
+  bank diff "aoe-banks/releases/$first" "aoe-banks/releases/$last" | tail -1
+  echo
+  show bank history --db releases.db --repo-key 2473661821538340217 --csv
+  show bank merge releases.db --db aoe.db
+  show bank export --format aoe-repo --out exported --db aoe.db
+  echo "\$ bank import exported --db aoe.db | tail -1"
+  bank import exported --db aoe.db | tail -1
+  echo
+  show bank verify --db aoe.db
+  exit 0
+fi
 show bank tune fixtures/models/resnet50.onnx --soc-version Ascend910B2 --db tunebank.db
 show bank tune fixtures/models/resnet50.onnx --soc-version Ascend910B2 --db tunebank.db --progress-bar off
 show bank tasks --db tunebank.db

@@ -384,10 +384,10 @@ class EventStore(ABC):
         with self.transaction() as db:
             return reads.events_by_id(db, event_ids)
 
-    def policy_events(self) -> list[StoredEvent]:
-        """The winning event of every policy, in seq order."""
+    def policy_payloads(self) -> list[tuple[str, str, str | None, dict[str, Any]]]:
+        """(soc_version, repo_key, op_type, payload) of every policy's winning event."""
         with self.transaction() as db:
-            return reads.policy_events(db)
+            return list(reads.policy_payloads(db))
 
     def outcomes_for_keys(self, soc_version: str, kind: str,
                           repo_keys: Sequence[str]) -> list[StoredEvent]:

@@ -38,7 +38,8 @@ def test_every_quirk_reads_and_comes_back_entry_for_entry(tmp_path: Path) -> Non
         assert any("FUSE_8_AiCore" in g and "{} holds no entry" in g for g in gaps)
         assert any("Ascend910B2_24_AiCore_Conv3D" in g and "empty file" in g for g in gaps)
         assert any("QuantBatchMatmulV3" in g and "blank line" in g for g in gaps)
-        assert counts.socs == ["Ascend910B4-1", "Ascend910_9382", "Ascend950PR_9589", "MC62CM12AA"]
+        assert counts.socs == ["Ascend910B2", "Ascend910B4-1", "Ascend910_9382", "Ascend950PR_9589",
+                               "FUSE", "MC62CM12AA"]
         export_tree(bank, tmp_path / "out", {})
         assert _tree(tmp_path / "out") == _tree(tree)  # fields in their order, 1.0 stays 1.0
         assert (tmp_path / "out" / "FUSE/unified_bank/FUSE_8_AiCore_ExtendConvTranspose_runtime_kb"
