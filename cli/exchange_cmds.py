@@ -35,7 +35,8 @@ class ExportFormat(StrEnum):
 @user_errors
 def import_(
     paths: Annotated[list[Path], typer.Argument(
-        exists=True, help="AOE result files, unified_bank trees, or tunebank events files.")],
+        exists=True, help="AOE result files, AOE bank trees (folders of *_runtime_kb.json files) or "
+                          "single bank files, or tunebank events files.")],
     soc_version: Annotated[str | None, typer.Option(
         "--soc-version", help="Chip the AOE result files were tuned for (required for them).")] = None,
     model: Annotated[Path | None, typer.Option(
@@ -47,12 +48,14 @@ def import_(
         help="Events files: refuse one whose hash chain does not pass through this link, as "
              "`bank verify --head` printed it on the bank the file claims to come from.")] = None,
     allow_unknown_soc: Annotated[bool, typer.Option(
-        "--allow-unknown-soc", help="Accept a chip that `bank socs` does not list (AOE knows "
-                                    "chips this tool does not); a wrong case is still refused.")] = False,
+        "--allow-unknown-soc", help="Result files: accept a chip that `bank socs` does not list "
+                                    "(AOE knows chips this tool does not); a wrong case is still "
+                                    "refused. Bank trees take their chips as AOE names them.")] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Import AOE result files (OPAT v1/v2, SGAT), AOE bank trees or events files, all or nothing."""
+    """Import AOE result files (OPAT v1/v2, SGAT), AOE bank trees or events files, all or nothing.
+    A bank tree adds what it changes in the bank: importing it again adds nothing."""
     from bank.formats.jsonl import Anchor
     from bank.imports import apply_import, read_imports
 
