@@ -71,7 +71,7 @@ def tree_events(bank: Bank, tree: TreeRead, pending: dict[tuple[str, str], str],
     tree is compared with them, not with the bank), and gains this tree's.
     """
     moment = format_time(when or utc_now())
-    counts = TreeCounts(entries=len(tree.entries), socs=tree.socs())
+    counts = TreeCounts(entries=len(tree.entries))
     by_soc: dict[str, list[TreeEntry]] = defaultdict(list)
     for entry in tree.entries:
         by_soc[entry.soc_version].append(entry)
