@@ -47,16 +47,21 @@ class TreeCounts:
     socs: list[str] = field(default_factory=list)
 
 
-def _content(entry: TreeEntry) -> str:
-    """What an import compares: the entry's knowledge, AOE fields and op (its info_dict is
-    its key's), as canonical JSON: ``1``, ``1.0`` and ``true`` differ."""
-    times = entry.times or {}
-    return canonical_json({"knowledge": entry.entry.knowledge,
-                           "aoe": None if entry.times else entry.entry.aoe,
-                           "best_us": times.get("best_us"), "op": entry.entry.op_type})
+def _entry_payload(entry: TreeEntry, path: str) -> dict[str, Any]:
+    """The payload of the add or update that records ``entry`` of the tree at ``path``."""
+    kb, times = entry.entry, entry.times or {}
+    best = times.get("best_us")
+    payload = {"info_dict": kb.info_dict, "knowledge": kb.knowledge,
+               "performance_after_us": best, "performance_unknown": True if best is None else None,
+               "tune_mode": times.get("tune_mode"), "backend": times.get("backend") or "aoe",
+               "reason": "imported", "aoe_entry": None if entry.times else kb.aoe,
+               "source": {"tree": path, "file": entry.file, "line": kb.line}}
+    return {k: v for k, v in payload.items() if v is not None}
 
 
 def _stored_content(payload: Mapping[str, Any], op_type: str | None) -> str:
+    """What an import compares of an entry: its knowledge, AOE fields, time and op (its
+    info_dict is its key's), as canonical JSON, where ``1``, ``1.0`` and ``true`` differ."""
     aoe = payload.get("aoe_entry")
     return canonical_json({"knowledge": payload.get("knowledge"),
                            "aoe": aoe if isinstance(aoe, dict) else None,
@@ -83,7 +88,7 @@ def tree_events(bank: Bank, tree: TreeRead, pending: dict[tuple[str, str], str],
     known_empty = recorded_empty_files(bank) if empty_by_soc else {}
     counts.socs = sorted(by_soc.keys() | empty_by_soc.keys())
     for soc in sorted(by_soc.keys() | empty_by_soc.keys()):
-        changes = _changes(bank, soc, by_soc[soc], pending, counts)
+        changes = _changes(bank, tree.path, soc, by_soc[soc], pending, counts)
         empty = {name: text for name, text in empty_by_soc[soc].items()
                  if known_empty.get(soc, {}).get(name) != text
                  and pending.get((soc, "file:" + name)) != text}
@@ -92,7 +97,7 @@ def tree_events(bank: Bank, tree: TreeRead, pending: dict[tuple[str, str], str],
         if not changes and not empty:
             continue
         digest = hashlib.sha256()
-        for _, entry, content in changes:
+        for _, entry, _, content in changes:
             digest.update(entry.repo_key.encode() + b"|" + content.encode() + b"\n")
         digest.update(canonical_json(empty).encode())
         task_id = hashlib.sha256(f"{soc}|{digest.hexdigest()}|{moment}".encode()).hexdigest()[:16]
@@ -102,10 +107,13 @@ def tree_events(bank: Bank, tree: TreeRead, pending: dict[tuple[str, str], str],
     return events, counts, task_ids
 
 
-def _changes(bank: Bank, soc: str, entries: Sequence[TreeEntry], pending: dict[tuple[str, str], str],
-             counts: TreeCounts) -> list[tuple[bool, TreeEntry, str]]:
-    """(is_new, entry, content) of each entry the bank lacks or holds otherwise; counts the
-    rest."""
+Change = tuple[bool, TreeEntry, dict[str, Any], str]
+"""An entry to record: whether its key is new, the entry, its payload and what is compared."""
+
+
+def _changes(bank: Bank, path: str, soc: str, entries: Sequence[TreeEntry],
+             pending: dict[tuple[str, str], str], counts: TreeCounts) -> list[Change]:
+    """Each entry the bank lacks or holds otherwise; counts the rest."""
     held = bank.lookup(soc, [(e.repo_key, e.entry.info_dict) for e in entries])
     payloads = {s.event_id: s.event.payload
                 for s in bank.events_by_id([p.event_id for p in held.values()])}
@@ -113,7 +121,8 @@ def _changes(bank: Bank, soc: str, entries: Sequence[TreeEntry], pending: dict[t
     latest_untimed = _latest_untimed(bank, soc, timed)
     changes = []
     for entry in entries:
-        content = _content(entry)
+        payload = _entry_payload(entry, path)
+        content = _stored_content(payload, entry.entry.op_type)
         key = (soc, entry.repo_key)
         if key in pending:
             before: str | None = pending[key]
@@ -135,7 +144,7 @@ def _changes(bank: Bank, soc: str, entries: Sequence[TreeEntry], pending: dict[t
             current = held.get(entry.repo_key)
             counts.outranked += current is not None and math.isfinite(current.best_us) \
                 and entry.times is None
-        changes.append((before is None, entry, content))
+        changes.append((before is None, entry, payload, content))
     return changes
 
 
@@ -158,31 +167,21 @@ def _latest_untimed(bank: Bank, soc: str, keys: Sequence[str]) -> dict[str, str]
 
 
 def _task_events(path: str, soc: str, task_id: str, moment: str,
-                 changes: Sequence[tuple[bool, TreeEntry, str]], origin: str,
+                 changes: Sequence[Change], origin: str,
                  empty: Mapping[str, str]) -> list[Event]:
     def event(kind: EventKind, payload: dict[str, Any], entry: TreeEntry | None = None) -> Event:
-        return Event(kind=kind, soc_version=soc, task_id=task_id, recorded_at=moment,
-                     origin=origin, payload={k: v for k, v in payload.items() if v is not None},
-                     repo_key=entry.repo_key if entry else None,
-                     op_type=entry.entry.op_type if entry else None)
+        return Event.of(kind, soc, task_id, moment, origin,
+                        {k: v for k, v in payload.items() if v is not None},
+                        entry.repo_key if entry else None, None,
+                        entry.entry.op_type if entry else None)
 
     events = [event(EventKind.TASK_STARTED, {"tuning_name": f"import of AOE bank {path}",
                                              "job_type": JOB_TYPE,
                                              "empty_files": dict(empty) or None})]
-    for is_new, entry, _ in changes:
-        kb = entry.entry
-        source = {"tree": path, "file": entry.file, "line": kb.line}
-        times = entry.times or {}
-        best = times.get("best_us")
-        payload = {"info_dict": kb.info_dict, "knowledge": kb.knowledge,
-                   "performance_after_us": best,
-                   "performance_unknown": True if best is None else None,
-                   "tune_mode": times.get("tune_mode"),
-                   "backend": times.get("backend") or "aoe", "reason": "imported",
-                   "aoe_entry": None if entry.times else kb.aoe, "source": source}
+    for is_new, entry, payload, _ in changes:
         if not is_new:
-            events.append(event(EventKind.HIT, {"info_dict": kb.info_dict, "backend": "aoe",
-                                                "reason": "imported"}, entry))
+            events.append(event(EventKind.HIT, {"info_dict": entry.entry.info_dict,
+                                                "backend": "aoe", "reason": "imported"}, entry))
         events.append(event(EventKind.ADD if is_new else EventKind.UPDATE, payload, entry))
     events.append(event(EventKind.TASK_FINISHED, {"status": "successful"}))
     return events

@@ -43,8 +43,6 @@ TIMES_FILE = "tunebank_times.json"
 TUNEBANK_VERSION = 1
 """The ``version`` of an entry tunebank tuned (AOE's shipped entries have 0)."""
 
-RepoFormatError = KbFormatError
-
 
 def entry_id(info_dict: Mapping[str, Any]) -> int:
     """The id tunebank gives an entry it tuned itself: the xxh32 of the info_dict's canonical
@@ -85,7 +83,6 @@ class TreeRead:
     place that holds none."""
 
     path: str  # as given
-    files: int = 0
     entries: list[TreeEntry] = field(default_factory=list)
     gaps: list[Gap] = field(default_factory=list)
     empty_files: dict[KbFile, str] = field(default_factory=dict)
@@ -111,7 +108,7 @@ def read_tree(path: Path) -> TreeRead:
     if not files:
         raise KbFormatError(f"{path}: no bank files (*{SUFFIX}) in it: a tree holds "
                             "{soc}/unified_bank/{soc}_{cores}_AiCore_{op}" + SUFFIX)
-    tree = TreeRead(str(path), len(files))
+    tree = TreeRead(str(path))
     seen: dict[str, TreeEntry] = {}
     times_of: dict[Path, dict[str, Any]] = {}
     for file in files:
@@ -192,6 +189,7 @@ class OutEntry:
     scope: KbFile
     line: str
     order: tuple[int, str]  # (line it was read from, repo_key): a tree comes back in its order
+    identity: tuple[str, str]  # what makes it the same entry as a line of its file (_identity)
     times: Mapping[str, Any] | None = None
     digest: str = ""
 
@@ -220,7 +218,7 @@ def out_entry(soc_version: str, repo_key: str, op_type: str | None, payload: Map
         source = payload.get("source") or {}
         line: int = source["line"] if isinstance(source.get("line"), int) else 0
         return OutEntry(KbFile(soc_version, int(aoe["core_num"]), file_op),
-                        entry_line(op, info, knowledge, aoe), (line, repo_key))
+                        entry_line(op, info, knowledge, aoe), (line, repo_key), _identity(op, info))
     if soc_version not in core_num:
         raise KbFormatError(f"--core-num: the core count of {soc_version} is not known; give it "
                             "with --core-num")
@@ -231,7 +229,7 @@ def out_entry(soc_version: str, repo_key: str, op_type: str | None, payload: Map
         times.update(best_us=best, tune_mode=payload.get("tune_mode"),
                      backend=payload.get("backend"))
     text = entry_line(op, info, knowledge, {"id": entry_id(info), "version": TUNEBANK_VERSION})
-    return OutEntry(scope, text, (0, repo_key), times, info_digest(info))
+    return OutEntry(scope, text, (0, repo_key), _identity(op, info), times, info_digest(info))
 
 
 @dataclass(frozen=True)
@@ -243,7 +241,7 @@ class TreeWrite:
     kept: int = 0  # entries of files already there that the bank lacked, kept (--merge)
 
 
-def existing_lines(out: Path, scopes: Iterable[KbFile]) -> dict[KbFile, list[KbEntry]]:
+def _existing(out: Path, scopes: Iterable[KbFile]) -> dict[KbFile, list[KbEntry]]:
     """The entries of the bank files ``out`` already holds among ``scopes``' files."""
     found = {}
     for scope in scopes:
@@ -269,15 +267,15 @@ def write_tree(out: Path, entries: Iterable[OutEntry], *, merge: bool = False,
     by_file: dict[KbFile, list[OutEntry]] = defaultdict(list)
     for entry in entries:
         by_file[entry.scope].append(entry)
-    there = existing_lines(out, by_file)
+    there = _existing(out, by_file)
     texts: dict[KbFile, list[str]] = {}
     kept = 0
     for scope, mine in by_file.items():
         mine.sort(key=lambda e: e.order)
         lines = [e.line for e in mine]
         if scope in there:
-            ours = {_identity(text) for text in lines}
-            theirs = [e for e in there[scope] if _identity(e.line_text()) not in ours]
+            ours = {e.identity for e in mine}
+            theirs = [e for e in there[scope] if _identity(e.op_type, e.info_dict) not in ours]
             if theirs and not merge:
                 raise KbFormatError(
                     f"{out / scope.soc_version / 'unified_bank' / scope.name}: holds {len(theirs)} "
@@ -285,7 +283,7 @@ def write_tree(out: Path, entries: Iterable[OutEntry], *, merge: bool = False,
                     f"{theirs[0].line}); --merge keeps them, or export into an empty folder")
             if merge:
                 kept += len(theirs)
-                lines = _merged(there[scope], lines)
+                lines = _merged(there[scope], mine)
         texts[scope] = lines
     for scope, text in (empty_files or {}).items():
         path = out / scope.soc_version / "unified_bank" / scope.name
@@ -316,19 +314,14 @@ def scope_of(name: str) -> KbFile | None:
         return None
 
 
-def _identity(line: str) -> tuple[Any, ...]:
+def _identity(op_type: str, info_dict: Mapping[str, Any]) -> tuple[str, str]:
     """What makes two lines of one file the same entry: the op and the info_dict."""
-    from bank.formats.jsontext import parse_json
-
-    value = parse_json(line, "line", KbFormatError)
-    return value.get("op"), canonical_json(value.get("info_dict"))
+    return op_type, canonical_json(dict(info_dict))
 
 
-def _merged(existing: list[KbEntry], lines: list[str]) -> list[str]:
+def _merged(existing: list[KbEntry], mine: list[OutEntry]) -> list[str]:
     """The file's entries in their order, each replaced by the bank's line for it, then the
     bank's other lines."""
-    ours = {_identity(text): text for text in lines}
-    out = []
-    for entry in existing:
-        out.append(ours.pop(_identity(entry.line_text()), entry.line_text()))
+    ours = {e.identity: e.line for e in mine}
+    out = [ours.pop(_identity(e.op_type, e.info_dict), e.line_text()) for e in existing]
     return out + list(ours.values())
