@@ -12,7 +12,9 @@ transaction):
 - export: read those rows back and write each file's lines.
 
 The import is also timed in its three stages (read and check the files; key the entries and
-derive their events against the bank; append them), each run alone on a bank of its own.
+derive their events against the bank; append them), each run alone on a bank of its own, and
+beside them the storage floor: the same events and policy rows inserted with one executemany
+per table into a bank's schema (same indexes, triggers and PRAGMAs), nothing else done.
 
 The bank's import also keys each entry (xxh64 of its canonical JSON), compares it with what the
 bank holds, builds an event per entry (SHA-256 id, hash chain) and the policy projection; its
@@ -81,6 +83,29 @@ def baseline_export(db: Path, out: Path) -> int:
     return sum(len(v) for v in by_file.values())
 
 
+def storage_floor(staged: Path, db: Path) -> float:
+    """Seconds to write the rows an import stores (its events and policy rows, taken from a bank
+    that imported the tree) into a new bank with the same schema, indexes, triggers and
+    PRAGMAs, with one executemany per table in one transaction: what storing these bytes
+    costs, before any checking, hashing or projecting."""
+    with Bank.open(str(db), create=True):
+        pass  # the schema, made as the bank makes it
+    source = sqlite3.connect(staged)
+    tables = {name: source.execute(f"SELECT * FROM {name}").fetchall() for name in ("events", "policy")}
+    source.close()
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
+    started = time.perf_counter()
+    conn.execute("BEGIN IMMEDIATE")
+    for name, rows in tables.items():
+        conn.executemany(f"INSERT INTO {name} VALUES ({','.join('?' * len(rows[0]))})", rows)
+    conn.execute("COMMIT")
+    seconds = time.perf_counter() - started
+    conn.close()
+    return seconds
+
+
 def measure(entries: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -92,6 +117,7 @@ def measure(entries: int) -> dict[str, Any]:
             read_s, read = _seconds(lambda: read_tree(tree))
             derive_s, (events, _, _) = _seconds(lambda: tree_events(bank, read, {}))
             append_s, _ = _seconds(lambda: bank.append(events))
+        floor_s = storage_floor(root / "staged.db", root / "floor.db")
         with Bank.open(str(root / "bank.db"), create=True) as bank:
             bank_in, report = _seconds(lambda: apply_import(bank, read_imports([tree], None)))
             again, second = _seconds(lambda: apply_import(bank, read_imports([tree], None)))
@@ -102,7 +128,7 @@ def measure(entries: int) -> dict[str, Any]:
             "import_s": round(bank_in, 2), "baseline_import_s": round(base_in, 2),
             "import_ratio": round(bank_in / base_in, 1), "import_target_s": 5.0,
             "stage_read_s": round(read_s, 2), "stage_derive_events_s": round(derive_s, 2),
-            "stage_append_s": round(append_s, 2),
+            "stage_append_s": round(append_s, 2), "storage_floor_s": round(floor_s, 2),
             "reimport_s": round(again, 2),
             "export_s": round(bank_out, 2), "baseline_export_s": round(base_out, 2),
             "export_ratio": round(bank_out / base_out, 1), "export_target_s": 3.0}
