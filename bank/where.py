@@ -36,7 +36,6 @@ class Condition:
     name: str
     op: str
     value: Any
-    text: str
 
     @property
     def column(self) -> str:
@@ -44,9 +43,11 @@ class Condition:
         return self.name if self.part == "info_dict" else f"knowledge.{self.name}"
 
     def value_of(self, info_dict: Mapping[str, Any], knowledge: Mapping[str, Any]) -> Any:
+        """The field's value in an entry (None if the entry lacks it)."""
         return (info_dict if self.part == "info_dict" else knowledge).get(self.name)
 
     def holds(self, info_dict: Mapping[str, Any], knowledge: Mapping[str, Any]) -> bool:
+        """Whether an entry meets the condition (one without the field never does)."""
         source = info_dict if self.part == "info_dict" else knowledge
         if self.name not in source:
             return False
@@ -86,7 +87,7 @@ def parse_condition(text: str) -> Condition:
         value = raw
     if op in _ORDER and not _number(value):
         raise WhereError(f"--where: {text!r}: {op} compares numbers, and {raw!r} is not one")
-    return Condition(part, name, op, value, text)
+    return Condition(part, name, op, value)
 
 
 def parse_conditions(texts: Sequence[str] | None) -> list[Condition]:

@@ -133,10 +133,11 @@ def _columns(conditions: list[Condition]) -> list[str]:
 
 
 def _values(conditions: list[Condition], info: Any, knowledge: Any) -> list[object]:
-    firsts = {c.column: c for c in reversed(conditions)}
-    return [json.dumps(v) if isinstance(v := firsts[column].value_of(info or {}, knowledge or {}),
-                                        bool) else v
-            for column in _columns(conditions)]
+    """The entry's value of each column :func:`_columns` gives (a bool as JSON writes it)."""
+    by_column = {c.column: c for c in conditions}
+    values = [by_column[column].value_of(info or {}, knowledge or {})
+              for column in _columns(conditions)]
+    return [json.dumps(v) if isinstance(v, bool) else v for v in values]
 
 
 @user_errors
@@ -176,21 +177,19 @@ def history(
 
 
 def _matching(found: list[StoredEvent], conditions: list[Condition]) -> list[StoredEvent]:
-    """The events of the keys whose info_dict meets the conditions (its knowledge, those on
-    knowledge fields: any of the key's entries)."""
+    """Every event of the keys one of whose events meets the conditions: a key's info_dict is
+    the same in all its events, its knowledge is each add's or update's."""
     from bank.where import all_hold
 
-    infos: dict[tuple[str, str | None], dict[str, Any]] = {}
+    def key(s: StoredEvent) -> tuple[str, str | None]:
+        return s.event.soc_version, s.event.repo_key
+
+    infos: dict[tuple[str, str | None], Any] = {}
     for s in found:
-        if isinstance(s.event.payload.get("info_dict"), dict):
-            infos.setdefault((s.event.soc_version, s.event.repo_key), s.event.payload["info_dict"])
-    keys = {(s.event.soc_version, s.event.repo_key) for s in found
-            if isinstance(s.event.payload.get("knowledge"), dict)
-            and all_hold(conditions, infos.get((s.event.soc_version, s.event.repo_key)),
-                         s.event.payload["knowledge"])}
-    if all(c.part == "info_dict" for c in conditions):
-        keys |= {key for key, info in infos.items() if all_hold(conditions, info, {})}
-    return [s for s in found if (s.event.soc_version, s.event.repo_key) in keys]
+        infos.setdefault(key(s), s.event.payload.get("info_dict"))
+    chosen = {key(s) for s in found
+              if all_hold(conditions, infos[key(s)], s.event.payload.get("knowledge"))}
+    return [s for s in found if key(s) in chosen]
 
 
 def _history_row(stored: StoredEvent, models: dict[str, str | None]) -> list[object]:
@@ -198,10 +197,10 @@ def _history_row(stored: StoredEvent, models: dict[str, str | None]) -> list[obj
     return [stored.seq, short_time(event.recorded_at), event.kind, event.repo_key, event.op_name,
             event.task_id, models.get(event.task_id), payload.get("performance_before_us"),
             payload.get("performance_after_us"), event.origin, _borrowed(payload),
-            source_text(payload.get("source"))]
+            _source_text(payload.get("source"))]
 
 
-def source_text(source: Any) -> str | None:
+def _source_text(source: Any) -> str | None:
     """Where an imported entry came from: ``TREE/FILE:LINE`` (a single file: ``FILE:LINE``)."""
     if not isinstance(source, dict) or not isinstance(source.get("tree"), str):
         return None
