@@ -103,7 +103,7 @@ def _tree_lines(f: Any, in_bank: set[str]) -> None:
     if t.outranked:
         line += (f"; {t.outranked} of the changed stay behind an entry the bank holds with a "
                  "measured time (a faster entry wins)")
-    typer.echo(line)
+    typer.echo(one_line(line))
     untunable = [soc for soc in t.socs if soc not in SOCS]
     if untunable:
         typer.echo(one_line(f"{f.path}: chips tunebank's tuner cannot tune, kept as data: "

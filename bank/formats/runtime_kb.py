@@ -110,11 +110,8 @@ class KbEntry:
 
     @cached_property
     def aoe(self) -> dict[str, Any]:
-        """:meth:`aoe_fields`, worked out once (treat it as read-only)."""
-        return self.aoe_fields()
-
-    def aoe_fields(self) -> dict[str, Any]:
-        """What the event keeps of the entry beyond info_dict and knowledge, to write it back."""
+        """What the event keeps of the entry beyond info_dict and knowledge, to write it back
+        (worked out once: treat it as read-only)."""
         fields: dict[str, Any] = {"id": self.aoe_id, "version": self.version,
                                   "core_num": self.scope.core_num}
         if self.op_type != self.scope.op_type:
