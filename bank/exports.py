@@ -36,8 +36,17 @@ def export_tree(bank: Bank, out: Path, chip_cores: Mapping[str, int], core_num: 
             known, or ``out`` holds entries the bank lacks (without ``merge``); nothing is
             written then.
     """
+    from bank.store import bulk_job
+
+    with bulk_job():  # 100,000 entries are a million short-lived objects
+        return _export_tree(bank, out, chip_cores, core_num, merge)
+
+
+def _export_tree(bank: Bank, out: Path, chip_cores: Mapping[str, int], core_num: int | None,
+                 merge: bool) -> TreeExport:
     from bank.formats.aoe_repo import out_entry, scope_of, write_tree
     from bank.tree_imports import recorded_empty_files
+
     cores = {soc: core_num or count for soc, count in chip_cores.items()}
     entries, subgraphs, socs = [], 0, set()
     for soc, repo_key, op_type, payload in bank.policy_payloads():

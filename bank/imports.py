@@ -230,6 +230,7 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
     from bank.formats.aoe_results import load_result_file
     from bank.formats.jsonl import is_events_file
     from bank.formats.runtime_kb import SUFFIX
+    from bank.store import bulk_job
 
     events: list[Event] = []
     files: list[FileImport] = []
@@ -237,7 +238,8 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
     trees: list[tuple[FileImport, TreeRead]] = []
     for path in paths:
         if path.is_dir() or path.name.endswith(SUFFIX):
-            tree = read_tree(path)
+            with bulk_job():
+                tree = read_tree(path)
             if soc_version is not None and tree.socs() not in ([], [soc_version]):
                 raise BankError(f"{path}: holds banks of {', '.join(tree.socs())}, not only "
                                 f"--soc-version {soc_version}")
@@ -276,6 +278,13 @@ def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
     Raises:
         BankError: the events break the outcome rules in this bank, or the store refused.
     """
+    from bank.store import bulk_job
+
+    with bulk_job():  # a tree of 100,000 entries is a million short-lived objects
+        return _apply_import(bank, prepared)
+
+
+def _apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
     from bank.formats.forked import stream_events_file
     from bank.formats.jsonl import EventsFileInfo
     from bank.tree_imports import tree_events, tree_moments

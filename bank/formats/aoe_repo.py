@@ -189,9 +189,15 @@ class OutEntry:
     scope: KbFile
     line: str
     order: tuple[int, str]  # (line it was read from, repo_key): a tree comes back in its order
-    identity: tuple[str, str]  # what makes it the same entry as a line of its file (_identity)
+    op_type: str
+    info_dict: Mapping[str, Any]
     times: Mapping[str, Any] | None = None
     digest: str = ""
+
+    @property
+    def identity(self) -> tuple[str, str]:
+        """What makes it the same entry as a line of its file (:func:`_identity`)."""
+        return _identity(self.op_type, self.info_dict)
 
 
 def out_entry(soc_version: str, repo_key: str, op_type: str | None, payload: Mapping[str, Any],
@@ -218,7 +224,7 @@ def out_entry(soc_version: str, repo_key: str, op_type: str | None, payload: Map
         source = payload.get("source") or {}
         line: int = source["line"] if isinstance(source.get("line"), int) else 0
         return OutEntry(KbFile(soc_version, int(aoe["core_num"]), file_op),
-                        entry_line(op, info, knowledge, aoe), (line, repo_key), _identity(op, info))
+                        entry_line(op, info, knowledge, aoe), (line, repo_key), op, info)
     if soc_version not in core_num:
         raise KbFormatError(f"--core-num: the core count of {soc_version} is not known; give it "
                             "with --core-num")
@@ -229,7 +235,7 @@ def out_entry(soc_version: str, repo_key: str, op_type: str | None, payload: Map
         times.update(best_us=best, tune_mode=payload.get("tune_mode"),
                      backend=payload.get("backend"))
     text = entry_line(op, info, knowledge, {"id": entry_id(info), "version": TUNEBANK_VERSION})
-    return OutEntry(scope, text, (0, repo_key), _identity(op, info), times, info_digest(info))
+    return OutEntry(scope, text, (0, repo_key), op, info, times, info_digest(info))
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from bank.canonical import xxh64_key
 from bank.errors import BankError
 from bank.formats.jsontext import read_text, shown
@@ -135,23 +137,29 @@ def entry_line(op_type: str, info_dict: Mapping[str, Any], knowledge: Mapping[st
     """An entry as a line of its bank file: ``id``, ``info_dict``, ``knowledge``, ``op``,
     ``version`` (the order of every real file), then any extra fields it came with; no spaces
     (as CANN's MatMulV3 files are written). info_dict and knowledge keep the order of fields
-    the entry was read with (``aoe["order"]``), else are sorted."""
+    the entry was read with (``aoe["order"]``), else the order they are held in (sorted, for
+    an entry from the log)."""
     order = aoe.get("order") or {}
     line = {"id": aoe["id"], "info_dict": _ordered(info_dict, order.get("info_dict")),
             "knowledge": _ordered(knowledge, order.get("knowledge")), "op": op_type,
             "version": aoe["version"], **(aoe.get("extra") or {})}
-    return _LINE.encode(line)
+    try:  # orjson keeps the keys' order and writes a 1 KB line ten times faster than json
+        return orjson.dumps(line).decode("utf-8")
+    except (orjson.JSONEncodeError, TypeError):  # an integer beyond 64 bits: json writes it
+        return _LINE.encode(line)
 
 
 _LINE = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _ordered(value: Mapping[str, Any], order: list[str] | None) -> dict[str, Any]:
-    """``value`` with its keys in ``order`` (then any others, sorted)."""
+def _ordered(value: Mapping[str, Any], order: list[str] | None) -> Mapping[str, Any]:
+    """``value`` with its keys in ``order`` (then any others, sorted); without an order, as it
+    is (an entry read from the log has its keys sorted, as canonical JSON holds them)."""
     if not order:
-        return dict(sorted(value.items()))
+        return value
     out = {name: value[name] for name in order if name in value}
-    out.update(sorted((name, item) for name, item in value.items() if name not in out))
+    if len(out) < len(value):
+        out.update(sorted((name, item) for name, item in value.items() if name not in out))
     return out
 
 
