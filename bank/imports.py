@@ -227,8 +227,9 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
     """
     from bank.errors import BankError
     from bank.formats.aoe_repo import read_tree
-    from bank.formats.aoe_results import load_result_file
+    from bank.formats.aoe_results import ImportFormatError, load_result_file
     from bank.formats.jsonl import is_events_file
+    from bank.formats.jsontext import read_bytes
     from bank.formats.runtime_kb import SUFFIX
     from bank.store import bulk_job
 
@@ -255,9 +256,11 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
         else:
             if soc_version is None:
                 raise BankError(f"{path}: --soc-version is required to import an AOE result file")
-            source = ImportSource(_sha256(path), soc_version, model_name, model_hash)
+            content = read_bytes(path, ImportFormatError)  # regular, under the cap, read once
+            source = ImportSource(hashlib.sha256(content).hexdigest(), soc_version, model_name,
+                                  model_hash)
             built, info = [], FileImport(str(path), "")
-            for report in load_result_file(path):
+            for report in load_result_file(path, content):
                 info.kind = "sgat" if report.job_type == "sgat" else f"opat-{report.result_format}"
                 report_built, missed = report_events(report, source, resolve)
                 built += report_built
@@ -326,6 +329,3 @@ def _apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
         info.tasks = len(info.task_ids) - info.tasks_present
     return ImportReport(prepared.files, appended, skipped)
 
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()

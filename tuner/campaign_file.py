@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bank.formats.jsontext import read_text
 from tuner.model import ModelError, parse_input_shapes
 from tuner.options import TuneError
 
@@ -59,11 +60,10 @@ def read_campaign(path: Path) -> CampaignFile:
         TuneError: the file cannot be read, is not TOML, or a field is missing or wrong
             (the message names the file and the field).
     """
+    text = read_text(path, TuneError, "--campaign")  # a regular file, under the cap
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise TuneError(f"--campaign: {path}: cannot be read ({exc.strerror or exc})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise TuneError(f"--campaign: {path}: not TOML ({exc})") from None
     where = f"--campaign: {path}"
     unknown = sorted(set(data) - {"chips", "models", *SETTINGS})

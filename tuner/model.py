@@ -8,15 +8,22 @@ unknown stops the run with an error naming the graph input to fix.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bank.errors import BankError
+from bank.formats.jsontext import read_bytes
 
 DTYPE_NAMES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64",
                9: "bool", 10: "float16", 11: "float64", 16: "bfloat16"}
+
+
+MAX_MODEL_BYTES = 2 * 1024**3
+"""The largest model file read: protobuf's own limit on one message (weights beyond it live in
+external data files)."""
 
 
 class ModelError(BankError):
@@ -88,11 +95,9 @@ def load_model(path: Path, input_shapes: Mapping[str, Sequence[int]] | None = No
     """
     import onnx
 
+    data = read_bytes(path, ModelError, limit=MAX_MODEL_BYTES)  # a regular file, under the cap
     try:
-        data = path.read_bytes()
         proto = onnx.load_from_string(data)
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read the model ({exc.strerror})") from exc
     except Exception as exc:  # onnx raises DecodeError and friends for a corrupt file
         raise ModelError(f"{path}: not an ONNX model ({type(exc).__name__})") from exc
     if not data:
@@ -100,6 +105,7 @@ def load_model(path: Path, input_shapes: Mapping[str, Sequence[int]] | None = No
     if not proto.graph.node:
         raise ModelError(f"{path}: the model's graph has no operators; there is nothing to tune")
     _check_names(proto, path)
+    _check_external_data(proto, path)
     _fix_inputs(proto, path, dict(input_shapes or {}))
     try:
         inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=True, data_prop=True)
@@ -110,6 +116,39 @@ def load_model(path: Path, input_shapes: Mapping[str, Sequence[int]] | None = No
     name = path.stem  # the name its user gave the file: a graph is often "main_graph" or a zoo's
     return Model(name=name, path=path,
                  sha256=hashlib.sha256(data).hexdigest(), operators=operators, proto=inferred)
+
+
+def _check_external_data(proto: Any, path: Path) -> None:
+    """Refuse a model whose weights live in a file outside its own folder: the tuned copy
+    (``--output``) reads them, and a model from someone else must not make tunebank read
+    ``/etc/shadow`` or ``../../other/secret.bin``. A location is a relative path whose real
+    path, links resolved, stays in the model's folder; ONNX's own loader asks the same, only
+    later, after the tune was recorded."""
+    folder = os.path.realpath(path.parent)
+    for tensor in _tensors(proto.graph):
+        if tensor.data_location != 1:  # TensorProto.EXTERNAL
+            continue
+        location = next((entry.value for entry in tensor.external_data if entry.key == "location"), "")
+        target = os.path.realpath(os.path.join(folder, location))
+        if not location or os.path.isabs(location) or \
+                os.path.commonpath([folder, target]) != folder:
+            raise ModelError(f"{path}: tensor {tensor.name!a}: its external data "
+                             f"{location!a} is not a file in the model's folder")
+
+
+def _tensors(graph: Any) -> Iterator[Any]:
+    """Every tensor of ``graph`` and its subgraphs: initializers (sparse ones too) and tensor
+    attributes."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield from (sparse.values, sparse.indices)
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.HasField("t"):
+                yield attribute.t
+            yield from attribute.tensors
+            for sub in (*([attribute.g] if attribute.HasField("g") else []), *attribute.graphs):
+                yield from _tensors(sub)
 
 
 def _check_names(proto: Any, path: Path) -> None:

@@ -26,6 +26,12 @@ OPERATOR_ONLY = {"tuning_config": "--tuning-config", "tune_ops_file": "--tune-op
                  "load_tuning_result": "--load-tuning-result", "output": "--output"}
 """Options that name operators or write an operator-tuned model: not for a subgraph tune."""
 
+MAX_BUDGET = 100_000
+"""The most measurements a tune may spend on one operator: 200 times the GA default (512) and
+more than any search space of the built-in cost model needs, while a budget of 2**63 would run
+for days and hold every measurement in memory."""
+
+
 class TuneError(BankError):
     """A tune cannot start (bad option) or resume."""
 
@@ -85,8 +91,8 @@ def check_options(options: TuneOptions) -> None:
                 raise TuneError(f"{flag}: applies to operator tuning only, not --job-type subgraph")
     if options.result_format not in ("v1", "v2"):
         raise TuneError(f"--result-format: {options.result_format!r} is not v1 or v2")
-    if options.budget is not None and options.budget < 1:
-        raise TuneError("--budget: must be at least 1")
+    if options.budget is not None and not 1 <= options.budget <= MAX_BUDGET:
+        raise TuneError(f"--budget: must be between 1 and {MAX_BUDGET:,} measurements per operator")
     if not 0 <= options.noise < 1:
         raise TuneError("--noise: must be in [0, 1)")
     if not 0 <= options.sim_delay_s <= 10:

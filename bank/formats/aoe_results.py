@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bank.errors import BankError
-from bank.formats.jsontext import finite_number, read_json_file, shown
+from bank.formats.jsontext import finite_number, parse_json, read_json_file, shown
 
 SUMMARY_FIELDS = ("repo_add_num", "repo_hit_num", "repo_reserved_num", "repo_unsatisfied_num",
                   "repo_update_num", "total_num")
@@ -63,14 +63,16 @@ class ImportedReport:
     recorded_at: str | None = None
 
 
-def load_result_file(path: Path) -> list[ImportedReport]:
-    """Parse and validate an OPAT (v1 or v2) or SGAT result file.
+def load_result_file(path: Path, content: bytes | None = None) -> list[ImportedReport]:
+    """Parse and validate an OPAT (v1 or v2) or SGAT result file (``content``: its bytes, if
+    the caller has read them already).
 
     Raises:
         ImportFormatError: the file is unreadable, not JSON, or breaks a rule; the message names
             the file and the place.
     """
-    data = read_json_file(path, ImportFormatError)
+    data = read_json_file(path, ImportFormatError) if content is None else \
+        parse_json(content, str(path), ImportFormatError)
     if isinstance(data, dict) and data and all(k.startswith("report_") for k in data):
         return [_report(path, key, parts, _stamp_from(key)) for key, parts in data.items()]
     if isinstance(data, list):  # the older layouts carry no time in their content

@@ -13,8 +13,9 @@ from typing import IO, Any
 
 from bank.errors import BankError
 from bank.events import GENESIS_HASH, Event, EventKind, StoredEvent, json_string
-from bank.formats.jsontext import parse_json
+from bank.formats.jsontext import UNCAPPED, open_regular, parse_json
 from bank.formats.lines import json_object
+from bank.names import is_plain_name, why_not_plain
 
 FORMAT = "tunebank-events"
 SCHEMA_VERSION = 1
@@ -64,7 +65,7 @@ def event_line(row: Sequence[Any]) -> str:
 def is_events_file(path: Path) -> bool:
     """Whether ``path`` starts with this format's header line."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path, EventFileError, limit=UNCAPPED) as handle:
             first = parse_json(handle.readline(1 << 16) or b"null", str(path), EventFileError)
     except (OSError, BankError):
         return False
@@ -136,10 +137,7 @@ def iter_events_file(path: Path, expect: Anchor | None = None,
             line), or the chain does not pass through ``expect``.
     """
     info = info if info is not None else EventsFileInfo()
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise EventFileError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    handle = open_regular(path, EventFileError, limit=UNCAPPED)  # streamed: any length
     with handle:
         header = json_object(path, 1, _line(path, 1, handle), EventFileError)
         if header.get("format") != FORMAT:
@@ -161,6 +159,8 @@ def iter_events_file(path: Path, expect: Anchor | None = None,
             seq += 1
             where = f"{path}: line {number} (seq {stored.seq})"
             event = stored.event
+            if not is_plain_name(event.soc_version):
+                raise EventFileError(f"{where}: the chip {why_not_plain(event.soc_version)}")
             if stored.seq != seq or stored.prev_hash != prev:
                 raise EventFileError(f"{where}: does not follow the event before it")
             if event.event_id != stored.event_id:

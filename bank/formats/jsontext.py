@@ -11,10 +11,11 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from bank.canonical import parse_json as fast_parse
 from bank.errors import BankError
@@ -22,6 +23,8 @@ from bank.errors import BankError
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 MAX_BYTES = 512 * 1024 * 1024
 """The largest JSON input read (a real result file or bank tree is a few MB at most)."""
+UNCAPPED = 1 << 62
+"""The limit of an input read a line at a time (an events file): memory stays flat at any size."""
 
 
 def read_json_file(path: Path, error: type[BankError], label: str = "") -> Any:
@@ -42,25 +45,47 @@ def read_text(path: Path, error: type[BankError], label: str = "") -> str:
         raise error(f"{_where(path, label)}: not UTF-8 text (bad byte at offset {exc.start})") from None
 
 
-def read_bytes(path: Path, error: type[BankError], label: str = "") -> bytes:
+def read_bytes(path: Path, error: type[BankError], label: str = "",
+               limit: int = MAX_BYTES) -> bytes:
     """The bytes of an input file, or ``error`` naming the file and why it cannot be read."""
     where = _where(path, label)
+    with open_regular(path, error, label, limit) as handle:
+        try:
+            data = handle.read(limit + 1)  # a file that grew since it was opened: to the cap only
+        except OSError as exc:
+            raise error(f"{where}: cannot read ({exc.strerror or exc})") from exc
+    if len(data) > limit:
+        raise error(f"{where}: more than the {limit // 2**20} MiB an input may be")
+    return data
+
+
+def open_regular(path: Path, error: type[BankError], label: str = "",
+                 limit: int = MAX_BYTES) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file of at most ``limit`` bytes, or
+    ``error`` naming the file and why not. The check is made on the file opened, not on the
+    name (which could be swapped between a look and an open), and the open never waits: a FIFO
+    would hang a read, and a device (``/dev/zero``) never ends one.
+    """
+    where = _where(path, label)
     try:
-        if path.is_dir():
-            raise error(f"{where}: is a folder, not a file")
-        status = path.stat()
-        if not stat.S_ISREG(status.st_mode):  # a FIFO would hang the read, a device never end
-            raise error(f"{where}: not a regular file (a device, a pipe or a socket)")
-        if status.st_size > MAX_BYTES:
-            raise error(f"{where}: {status.st_size / 2**20:.0f} MiB is more than the "
-                        f"{MAX_BYTES // 2**20} MiB an input may be")
-        with path.open("rb") as handle:  # a file that grew since stat is read to the cap only
-            data = handle.read(MAX_BYTES + 1)
-        if len(data) > MAX_BYTES:
-            raise error(f"{where}: more than the {MAX_BYTES // 2**20} MiB an input may be")
-        return data
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once, to be refused
     except OSError as exc:
         raise error(f"{where}: cannot read ({exc.strerror or exc})") from exc
+    try:
+        status = os.fstat(fd)
+        if stat.S_ISDIR(status.st_mode):
+            raise error(f"{where}: is a folder, not a file")
+        if not stat.S_ISREG(status.st_mode):
+            raise error(f"{where}: not a regular file (a device, a pipe or a socket)")
+        if status.st_size > limit:
+            raise error(f"{where}: {status.st_size / 2**20:.0f} MiB is more than the "
+                        f"{limit // 2**20} MiB an input may be")
+        os.set_blocking(fd, True)
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    return handle
 
 
 def _where(path: Path, label: str) -> str:
