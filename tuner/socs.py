@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
 from bank.errors import BankError
+from bank.names import is_plain_name, why_not_plain
 
 KIB = 1024
 
@@ -102,7 +103,8 @@ def get_soc(soc_version: str) -> SocSpec:
 
 def check_soc_name(soc_version: str, in_bank: Iterable[str] = (), *,
                    allow_unknown: bool = False, option: str = "--soc-version") -> str:
-    """``soc_version`` if every command should accept it: a chip of :data:`SOCS`, one the bank
+    """``soc_version`` if every command should accept it: a plain name (see
+    :func:`bank.names.is_plain_name`), and a chip of :data:`SOCS`, one the bank
     already holds, or with ``allow_unknown`` any other name. A name that differs from one of
     those only in case is refused with the name meant, whatever ``allow_unknown`` says: AOE's
     names are case-sensitive, and a bank must not hold one chip under two names.
@@ -110,6 +112,8 @@ def check_soc_name(soc_version: str, in_bank: Iterable[str] = (), *,
     Raises:
         UnknownSocError: the name is not accepted; the message says what is.
     """
+    if not is_plain_name(soc_version):  # a chip is a folder of AOE's tree: never a path
+        raise UnknownSocError(f"{option}: the chip {why_not_plain(soc_version)}")
     known = set(SOCS) | set(in_bank)
     if soc_version in known:
         return soc_version

@@ -36,7 +36,7 @@ from bank.formats.runtime_kb import (
     entry_line,
     read_kb_file,
 )
-from bank.names import is_plain_name, why_not_plain
+from bank.names import is_plain_name, path_inside, why_not_plain
 from bank.projection import info_digest
 
 TIMES_FILE = "tunebank_times.json"
@@ -111,8 +111,11 @@ def read_tree(path: Path) -> TreeRead:
     tree = TreeRead(str(path))
     seen: dict[str, TreeEntry] = {}
     times_of: dict[Path, dict[str, Any]] = {}
+    root = path if path.is_dir() else path.parent
     for file in files:
         relative = file.name if file == path else file.relative_to(path).as_posix()
+        if file != path:
+            _check_in_tree(root, file)
         read = read_kb_file(file, str(file))
         tree.gaps += read.gaps
         if not read.entries:
@@ -120,7 +123,7 @@ def read_tree(path: Path) -> TreeRead:
             tree.empty_files[read.scope] = "{}" if empty else ""
         folder = file.parent
         if folder not in times_of:
-            times_of[folder] = _times(folder / TIMES_FILE)
+            times_of[folder] = _times(folder / TIMES_FILE, root)
         for entry in read.entries:
             found = TreeEntry(entry, relative, _times_for(times_of[folder], entry, file.name))
             first = seen.get(found.repo_key)
@@ -152,10 +155,20 @@ def _times_for(table: Mapping[str, Any], entry: KbEntry, file_name: str) -> Mapp
     return dict(found)
 
 
-def _times(path: Path) -> dict[str, Any]:
-    if not path.is_file():
+def _check_in_tree(root: Path, file: Path) -> None:
+    """Refuse a file of a tree that is a link to a file outside the tree: a shared tree must not
+    make tunebank read (and quote in its messages) another of the user's files."""
+    base = os.path.realpath(root)
+    if os.path.commonpath([base, os.path.realpath(file)]) != base:
+        raise KbFormatError(f"{file}: a link to a file outside the tree {root}; a tree is read "
+                            "from its own files only")
+
+
+def _times(path: Path, root: Path) -> dict[str, Any]:
+    if not os.path.lexists(path):
         return {}
-    data = read_json_file(path, KbFormatError)
+    _check_in_tree(root, path)
+    data = read_json_file(path, KbFormatError)  # a regular file only: never /dev/zero
     table = data.get("entries") if isinstance(data, dict) else None
     if not isinstance(table, dict):
         raise KbFormatError(f"{path}: entries must be an object")
@@ -251,8 +264,8 @@ def _existing(out: Path, scopes: Iterable[KbFile]) -> dict[KbFile, list[KbEntry]
     """The entries of the bank files ``out`` already holds among ``scopes``' files."""
     found = {}
     for scope in scopes:
-        path = out / scope.soc_version / "unified_bank" / scope.name
-        if path.exists():
+        path = bank_file(out, scope)
+        if os.path.lexists(path):
             found[scope] = read_kb_file(path).entries
     return found
 
@@ -284,7 +297,7 @@ def write_tree(out: Path, entries: Iterable[OutEntry], *, merge: bool = False,
             theirs = [e for e in there[scope] if _identity(e.op_type, e.info_dict) not in ours]
             if theirs and not merge:
                 raise KbFormatError(
-                    f"{out / scope.soc_version / 'unified_bank' / scope.name}: holds {len(theirs)} "
+                    f"{bank_file(out, scope)}: holds {len(theirs)} "
                     "entries the bank lacks (the first at line "
                     f"{theirs[0].line}); --merge keeps them, or export into an empty folder")
             if merge:
@@ -292,24 +305,34 @@ def write_tree(out: Path, entries: Iterable[OutEntry], *, merge: bool = False,
                 lines = _merged(there[scope], mine)
         texts[scope] = lines
     for scope, text in (empty_files or {}).items():
-        path = out / scope.soc_version / "unified_bank" / scope.name
-        if scope not in texts and not path.exists():
+        if scope not in texts and not bank_file(out, scope).exists():
             texts[scope] = [text] if text else []
-    written = []
     times: dict[Path, dict[str, Any]] = defaultdict(dict)
-    for scope, lines in texts.items():
-        folder = out / scope.soc_version / "unified_bank"
-        write_text_atomic(folder / scope.name, "\n".join(lines) + "\n" if lines else "")
-        written.append(folder / scope.name)
+    for scope in texts:
         for entry in by_file[scope]:
             if entry.times is not None:
-                times[folder][entry.digest] = {k: v for k, v in entry.times.items() if v is not None}
+                times[bank_file(out, scope).parent][entry.digest] = \
+                    {k: v for k, v in entry.times.items() if v is not None}
+    old = {folder: _times(folder / TIMES_FILE, out) if merge else {} for folder in times}
+    written = []  # everything is read and checked: now the writing
+    for scope, lines in texts.items():
+        path = bank_file(out, scope)
+        write_text_atomic(path, "\n".join(lines) + "\n" if lines else "")
+        written.append(path)
     for folder, table in times.items():
-        path = folder / TIMES_FILE
-        old = _times(path) if merge else {}
-        write_json_atomic(path, {"format": "tunebank-times", "version": 1,
-                                 "entries": {**old, **table}})
+        write_json_atomic(folder / TIMES_FILE, {"format": "tunebank-times", "version": 1,
+                                                "entries": {**old[folder], **table}})
     return TreeWrite(sorted(written), sum(len(v) for v in by_file.values()), kept)
+
+
+def bank_file(out: Path, scope: KbFile) -> Path:
+    """Where AOE keeps ``scope``'s bank file under ``out``: ``{soc}/unified_bank/{name}``, its
+    names checked and the path checked to stay inside ``out`` (see :func:`bank.names.path_inside`).
+
+    Raises:
+        UnsafeNameError: a name is not plain, or a link in ``out`` leads elsewhere.
+    """
+    return path_inside(out, scope.soc_version, "unified_bank", scope.name)
 
 
 def scope_of(name: str) -> KbFile | None:

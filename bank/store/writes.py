@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from bank.events import GENESIS_HASH, OUTCOME_KINDS, POLICY_KINDS, Event, StoredEvent
+from bank.names import check_chip
 from bank.projection import PolicyKey, PolicyRef, Projection, policy_of, standing
 from bank.rows import event_values, policy_values, task_values, values_to_task
 from bank.store import statements as sql
@@ -83,12 +84,15 @@ def prepare(db: Db, events: Sequence[Event], unique: Sequence[Event]) -> tuple[A
 
     Raises:
         OutcomeRuleError: an event breaks the outcome rules.
+        UnsafeNameError: an event's chip is not a plain name (every door comes through here).
     """
     present = _present_ids(db, [event.event_id for event in unique])
     fresh = [event for event in unique if event.event_id not in present]
     skipped = tuple(e.event_id for e in events if e.event_id in present)
     if not fresh:
         return AppendResult(skipped=skipped), []
+    for chip, event in {event.soc_version: event for event in fresh}.items():
+        check_chip(chip, f"{event.kind} event of task {event.task_id} (from {event.origin})")
     seq, prev = head(db)
     stored = []
     for event in fresh:
