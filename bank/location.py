@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from bank.errors import READ_ONLY, BankLocationError
 
@@ -31,12 +32,14 @@ class BankLocation:
         """Whether there is something to open (always true for memory and server databases)."""
         return self.path is None or self.path.exists()
 
+    @property
+    def shown(self) -> str:
+        """The bank fit to print: the file path, or the URL as given with its password masked."""
+        return str(self.path) if self.path is not None else masked(self.given or self.url)
+
     def describe(self) -> str:
-        """A short human description: the file path or the URL as given (its password
-        masked), and where it came from."""
-        if self.path is not None:
-            return f"{self.path} (from {self.source})"
-        return f"{masked(self.given or self.url)} (from {self.source})"
+        """A short human description: :attr:`shown`, and where it came from."""
+        return f"{self.shown} (from {self.source})"
 
 
 def default_folder(env: Mapping[str, str]) -> tuple[Path, str]:
@@ -91,8 +94,13 @@ def _check_url(url: str, source: str) -> None:
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises for a port that is not a number
-    except ValueError as exc:
-        raise BankLocationError(f"{source}: not a valid database URL ({exc})") from None
+    except ValueError:  # its message quotes the URL, password and all: never shown
+        raise BankLocationError(
+            f"{source}: not a valid database URL: its host or port does not parse (a password "
+            "holding / ? # or @ must be percent-encoded, e.g. %2F %3F %23 %40)") from None
+    if parts.netloc.count("@") > 1:  # libpq splits at the first @, Python at the last
+        raise BankLocationError(f"{source}: not a valid database URL: more than one @ before the "
+                                "host (a password holding @ must be percent-encoded as %40)")
     if not parts.netloc and not parts.path.strip("/"):
         raise BankLocationError(f"{source}: not a valid database URL (no host or database)")
 
@@ -130,10 +138,43 @@ def prepare_for_write(location: BankLocation) -> None:
         raise BankLocationError(f"bank {location.path}: {READ_ONLY}")
 
 
+_SECRET_PARAMS = re.compile(r"(?i)([?&](?:password|passfile|sslpassword)=)[^&#]*")
+
+
 def masked(url: str) -> str:
-    """``url`` with its password, if any, shown as ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """``url`` with its password shown as ``***``, however it was given: in the user part
+    (``user:pw@host``, even with an unencoded ``/ ? # @`` in it, which a URL parser splits in
+    the wrong place) or as a ``password=`` parameter. Only the URL parser's side ever sees the
+    password: every line, table and JSON field names a bank through this (or
+    :func:`shown_source`)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
         return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+    at = rest.rfind("@")
+    if at >= 0:  # the last @: a password may hold one (unencoded); a host never does
+        user, colon, _ = rest[:at].partition(":")
+        rest = f"{user}:***@{rest[at + 1:]}" if colon else rest
+    return f"{scheme}://" + _SECRET_PARAMS.sub(r"\1***", rest)
+
+
+def shown_source(name: str) -> str:
+    """A bank as given on the command line, fit to print: a URL masked (see :func:`masked`),
+    a path as it is."""
+    return masked(name) if "://" in name else name
+
+
+def scrubbed(text: str, url: str) -> str:
+    """``text`` (a driver's message) with every password ``url`` holds replaced by ``***``:
+    a driver may quote the part of a URL it could not use."""
+    for secret in _passwords(url):
+        text = text.replace(secret, "***")
+    return text
+
+
+def _passwords(url: str) -> list[str]:
+    rest = url.partition("://")[2]
+    at = rest.rfind("@")
+    found = [rest[:at].partition(":")[2]] if at >= 0 else []
+    found += [match.group(2) for match in re.finditer(
+        r"(?i)([?&](?:password|passfile|sslpassword)=)([^&#]*)", rest)]
+    return [secret for secret in found if secret]

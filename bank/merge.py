@@ -133,7 +133,7 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
     theirs = source.policy_refs()
     result = target.append_stream(lambda: (stored.event for stored in source.events()))
     after = target.policy_refs()
-    report = MergeReport(source=str(source.location.path or source.location.url),
+    report = MergeReport(source=source.location.shown,
                          added=result.appended, present=result.skipped)
     report.count_changes(before, theirs, after)
     contested = [key for key, (mine, _) in before.items() if theirs.get(key, (mine,))[0] != mine]

@@ -6,18 +6,18 @@ from typing import Annotated
 
 import typer
 
-from cli.common import DbOption, JsonOption, open_bank, print_json, user_errors
+from cli.common import DbOption, JsonOption, open_bank, print_json, say, user_errors
 
 
 @user_errors
 def init(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Create an empty bank (or report the one already there)."""
     with open_bank(db, create=True) as bank:
-        where, head = str(bank.location.path or bank.location.url), bank.head()
+        where, head = bank.location.shown, bank.head()
         if as_json:
             print_json({"bank": where, "bank_id": bank.bank_id, "events": head})
         else:
-            typer.echo(f"Bank at {bank.location.describe()}: {head} events, id {bank.bank_id}")
+            say(f"Bank at {bank.location.describe()}: {head} events, id {bank.bank_id}")
 
 
 @user_errors
@@ -48,21 +48,21 @@ def verify(db: DbOption = None, head: Annotated[bool, typer.Option(
                     "head": f"{report.head_seq}:{report.head_hash}"})
     elif report.ok:
         checked = "database structure checked, " if report.structure_unchecked is None else ""
-        typer.echo(f"OK: {report.events} events, {checked}hash chain intact, {report.tasks} tasks "
+        say(f"OK: {report.events} events, {checked}hash chain intact, {report.tasks} tasks "
                    f"and {report.policies} policies match a replay of the log")
         if report.structure_unchecked is not None:
-            typer.echo(f"database structure not checked: {report.structure_unchecked}")
+            say(f"database structure not checked: {report.structure_unchecked}")
         if report.anchor is not None:
-            typer.echo(f"anchor: {report.anchor}")
+            say(f"anchor: {report.anchor}")
         if head:
-            typer.echo(f"head of bank {bank_id}: {report.head_seq}:{report.head_hash}")
+            say(f"head of bank {bank_id}: {report.head_seq}:{report.head_hash}")
     else:
         where = f" (first bad seq: {report.first_bad_seq})" if report.first_bad_seq else ""
-        typer.echo(f"FAILED: {len(report.problems)} problem(s){where}")
+        say(f"FAILED: {len(report.problems)} problem(s){where}")
         for problem in report.problems:
-            typer.echo(f"  {problem}")
+            say(f"  {problem}")
         if report.repair is not None:
-            typer.echo(f"repair: {report.repair}")
+            say(f"repair: {report.repair}")
     if not report.ok:
         raise typer.Exit(1)
 
@@ -91,12 +91,12 @@ def rebuild(db: DbOption = None,
                     "projections_replaced": done.replaced})
         return
     if done.reindexed:
-        typer.echo("Indexes rebuilt (REINDEX)")
+        say("Indexes rebuilt (REINDEX)")
     for problem in done.log_problems:
-        typer.echo(f"adopted despite verify (--force): {problem}")
+        say(f"adopted despite verify (--force): {problem}")
     for problem in done.replaced:
-        typer.echo(f"replaced: {problem}")
-    typer.echo(f"Rebuilt from {done.head} events: {counts['tasks']} tasks, "
+        say(f"replaced: {problem}")
+    say(f"Rebuilt from {done.head} events: {counts['tasks']} tasks, "
                f"{counts['policies']} policies")
 
 
@@ -116,14 +116,14 @@ def upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
     if as_json:
         print_json({**report.as_json(), "verify_ok": verdict.ok, "problems": verdict.problems})
     elif report.from_version == report.to_version:
-        typer.echo(f"{where}: already at schema {report.to_version}; nothing to do")
+        say(f"{where}: already at schema {report.to_version}; nothing to do")
     else:
-        typer.echo(f"Upgraded {where} from schema {report.from_version} to {report.to_version}, "
+        say(f"Upgraded {where} from schema {report.from_version} to {report.to_version}, "
                    f"{report.last_seq} events kept:")
         for step in report.steps:
-            typer.echo(f"  {step}")
+            say(f"  {step}")
     if not as_json:
-        typer.echo(f"verify: {'OK' if verdict.ok else 'FAILED: ' + '; '.join(verdict.problems[:3])}")
+        say(f"verify: {'OK' if verdict.ok else 'FAILED: ' + '; '.join(verdict.problems[:3])}")
     if not verdict.ok:
         raise typer.Exit(1)
 

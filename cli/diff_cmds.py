@@ -15,6 +15,7 @@ from cli.common import (
     open_bank,
     print_json,
     print_table,
+    say,
     user_errors,
 )
 
@@ -78,6 +79,7 @@ def _diff_banks(a: str, b: str, soc_version: str | None, as_json: bool) -> bool:
     from contextlib import ExitStack
 
     from bank.diff import diff_policies
+    from bank.location import shown_source
 
     with ExitStack() as stack:
         (found_a, names_a, bank_a), (found_b, names_b, bank_b) = (
@@ -88,10 +90,11 @@ def _diff_banks(a: str, b: str, soc_version: str | None, as_json: bool) -> bool:
                     check_socs(bank, [soc_version])
         found = diff_policies(found_a, found_b)
     names = {"a": names_a, "b": names_b}
+    shown_a, shown_b = shown_source(a), shown_source(b)  # a URL's password stays unprinted
     if as_json:
-        print_json({"a": a, "b": b, **found.as_json(names)})
+        print_json({"a": shown_a, "b": shown_b, **found.as_json(names)})
     else:
-        _print_bank_diff(found, a, b, names)
+        _print_bank_diff(found, shown_a, shown_b, names)
     return not found.identical
 
 
@@ -119,19 +122,19 @@ def _print_bank_diff(found: BankDiff, a: str, b: str, names: dict[str, dict[str,
     for side, label, policies in (("a", f"only in A ({a})", found.only_a),
                                   ("b", f"only in B ({b})", found.only_b)):
         if policies:
-            typer.echo(f"{label}: {len(policies)}")
+            say(f"{label}: {len(policies)}")
             print_table(["soc_version", "repo_key", "op_type", "best_us", "recorded by", "origin"],
                         [[p.soc_version, p.repo_key, p.op_type, _us(p.best_us), by(p, side), p.origin]
                          for p in policies])
     if found.changed:
-        typer.echo(f"differ: {len(found.changed)}")
+        say(f"differ: {len(found.changed)}")
         print_table(["soc_version", "repo_key", "op_type", "what", "A best_us", "B best_us", "faster",
                      "A recorded by", "B recorded by"],
                     [[c.a.soc_version, c.a.repo_key, c.a.op_type, c.what, _us(c.a.best_us),
                       _us(c.b.best_us), c.faster.upper() if c.faster != "equal" else "equal",
                       _recorded(by(c.a, 'a'), c.a.origin, a), _recorded(by(c.b, 'b'), c.b.origin, b)]
                      for c in found.changed])
-    typer.echo(found.total_line())
+    say(found.total_line())
 
 
 def _recorded(by: str, origin: str, side: str) -> str:
@@ -164,20 +167,20 @@ def _diff_models(models: list[Path], soc_version: str, db: str | None, job_type:
 def _print_model_diff(found: ModelDiff) -> None:
     status = found.bank_status
     if found.new:
-        typer.echo(f"new in V2: {len(found.new)}")
+        say(f"new in V2: {len(found.new)}")
         print_table(["repo_key", "op_type", "ops", "bank", "op_names"],
                     [[g.repo_key, g.op_type, len(g.op_names),
                       status[g.repo_key].status if status is not None else "-", _names(g.op_names)]
                      for g in found.new])
     if found.gone:
-        typer.echo(f"gone from V1: {len(found.gone)}")
+        say(f"gone from V1: {len(found.gone)}")
         print_table(["repo_key", "op_type", "ops", "op_names"],
                     [[g.repo_key, g.op_type, len(g.op_names), _names(g.op_names)] for g in found.gone])
     if found.changed:
-        typer.echo(f"changed key: {len(found.changed)}")
+        say(f"changed key: {len(found.changed)}")
         print_table(["op_name", "op_type", "V1 repo_key", "V2 repo_key"],
                     [[c.op_name, c.op_type, c.v1_key, c.v2_key] for c in found.changed])
-    typer.echo(found.total_line())
+    say(found.total_line())
 
 
 def _names(names: list[str]) -> str:

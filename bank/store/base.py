@@ -28,6 +28,7 @@ from typing import Any, Literal, TypeVar
 
 from bank.errors import READ_ONLY, StoreError
 from bank.events import Event, EventKind, StoredEvent
+from bank.location import scrubbed
 from bank.projection import Policy, PolicyKey
 from bank.rows import values_to_event, values_to_policy
 from bank.store import reads, replay, writes
@@ -217,7 +218,8 @@ class EventStore(ABC):
 
     def _store_error(self, exc: Exception) -> StoreError:
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return StoreError(f"database {self.where}: {reason}", transient=self._is_transient(exc))
+        return StoreError(f"database {self.where}: {scrubbed(reason, self.url)}",
+                          transient=self._is_transient(exc))
 
     def _write(self, work: Callable[[Db], T]) -> T:
         """Run ``work`` in one write transaction, again from the start if the database refused it
