@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 
+from bank.names import one_line
+
 if TYPE_CHECKING:
     from bank import Bank
 
@@ -34,19 +36,20 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts
 LimitOption = Annotated[int | None, typer.Option("--limit", min=1, help="Show the first N rows only.")]
 SortOption = Annotated[str | None, typer.Option(
     "--sort", metavar="COLUMN", help="Sort the rows by this column (-COLUMN: descending).")]
-CsvOption = Annotated[bool, typer.Option("--csv", help="Print CSV (the table's columns) instead of a table.")]
+CsvOption = Annotated[bool, typer.Option(
+    "--csv", help="Print CSV (the table's columns) instead of a table. A text cell starting with "
+                  "= + - @ tab or CR gets a leading ' so that a spreadsheet shows it as text, and "
+                  "control characters are shown escaped; --raw prints the cells as they are.")]
+RawOption = Annotated[bool, typer.Option(
+    "--raw", help="With --csv: print every cell as the bank holds it (no leading ', no escapes).")]
 SocOption = Annotated[
     str | None, typer.Option("--soc-version", help="Only this chip, e.g. Ascend910B2.")
 ]
 
 
-_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)} | {10: "\\n", 13: "\\r", 9: "\\t"}
-
-
-def one_line(message: str) -> str:
-    """``message`` with control characters escaped: names read from a file (an op name with a
-    newline in it) cannot break an error into several lines."""
-    return message.translate(_CONTROL)
+def say(message: str = "", *, err: bool = False) -> None:
+    """Print one line, its control characters made visible (:func:`bank.names.one_line`)."""
+    typer.echo(one_line(message), err=err)
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
@@ -139,9 +142,10 @@ def print_json(value: Any) -> None:
 
 
 def show_rows(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, limit: int | None = None,
-              sort: str | None = None, as_csv: bool = False) -> None:
+              sort: str | None = None, as_csv: bool = False, raw: bool = False) -> None:
     """A command's rows as a table, or as CSV: sorted by a column (``-name`` descending, an
-    empty cell last either way), then cut to ``limit``.
+    empty cell last either way), then cut to ``limit``. CSV text cells are made safe for a
+    spreadsheet and a terminal unless ``raw`` (see :mod:`bank.formats.spreadsheet`).
 
     Raises:
         typer.Exit: ``sort`` names no column (the error is printed).
@@ -158,11 +162,13 @@ def show_rows(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, limit: i
     if limit is not None:
         listed = listed[:limit]
     if as_csv:
-        import csv
+        from bank.formats.spreadsheet import csv_writer, safe_cell
 
-        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer = csv_writer(sys.stdout)
         writer.writerow(headers)
-        writer.writerows(_formatted(listed, blank=""))
+        for row, text in zip(listed, _formatted(listed, blank="", escape=str), strict=True):
+            writer.writerow([safe_cell(cell) if isinstance(value, str) and not raw else cell
+                             for value, cell in zip(row, text, strict=True)])
         return
     print_table(headers, listed)
 
@@ -177,7 +183,7 @@ def _sort_key(value: Any) -> tuple[int, Any]:
 def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
     """Print rows under headers, columns padded to their widest cell; a column that holds a
     fraction shows all its numbers with three decimals."""
-    cells = _formatted(list(rows), blank="-")
+    cells = _formatted(list(rows), blank="-", escape=one_line)
     widths = [len(h) for h in headers]
     for row in cells:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
@@ -190,15 +196,18 @@ def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
     return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
 
 
-def _formatted(rows: Sequence[Sequence[Any]], blank: str) -> list[list[str]]:
+def _formatted(rows: Sequence[Sequence[Any]], blank: str,
+               escape: Callable[[str], str]) -> list[list[str]]:
     """Each cell as text, one number format per column: three decimals in a column holding a
-    fraction (``8.000`` beside ``7.812``), else as it is; ``blank`` for nothing."""
+    fraction (``8.000`` beside ``7.812``), else as it is; ``blank`` for nothing; other values
+    through ``escape``."""
     fractional = {i for row in rows for i, value in enumerate(row)
                   if isinstance(value, float) and math.isfinite(value) and not value.is_integer()}
-    return [[_cell(value, i in fractional, blank) for i, value in enumerate(row)] for row in rows]
+    return [[_cell(value, i in fractional, blank, escape) for i, value in enumerate(row)]
+            for row in rows]
 
 
-def _cell(value: Any, decimals: bool, blank: str) -> str:
+def _cell(value: Any, decimals: bool, blank: str, escape: Callable[[str], str]) -> str:
     if value is None:
         return blank
     if isinstance(value, float) and not math.isfinite(value):
@@ -207,7 +216,7 @@ def _cell(value: Any, decimals: bool, blank: str) -> str:
         if decimals:
             return f"{value:.3f}"
         return str(int(value)) if isinstance(value, float) else str(value)
-    return str(value)
+    return escape(str(value))
 
 
 def short_time(stamp: str | None) -> str:

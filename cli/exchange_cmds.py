@@ -14,10 +14,10 @@ from cli.common import (
     JsonOption,
     check_socs,
     fail,
-    one_line,
     open_bank,
     print_json,
     print_table,
+    say,
     user_errors,
     write_to_bank,
 )
@@ -86,9 +86,9 @@ def import_(
         if f.head is not None:
             checked = "matches --expect-head" if f.head["anchored"] else \
                 "not checked against an anchor (--expect-head)"
-            typer.echo(f"{f.path}: history of bank {f.head['bank_id']} up to seq {f.head['seq']}, "
+            say(f"{f.path}: history of bank {f.head['bank_id']} up to seq {f.head['seq']}, "
                        f"head {f.head['hash']}: {checked}")
-    typer.echo(f"{report.appended} event(s) added, {report.skipped} already present")
+    say(f"{report.appended} event(s) added, {report.skipped} already present")
 
 
 def _tree_lines(f: Any, in_bank: set[str]) -> None:
@@ -103,19 +103,19 @@ def _tree_lines(f: Any, in_bank: set[str]) -> None:
     if t.outranked:
         line += (f"; {t.outranked} of the changed stay behind an entry the bank holds with a "
                  "measured time (a faster entry wins)")
-    typer.echo(one_line(line))
+    say(line)
     untunable = [soc for soc in t.socs if soc not in SOCS]
     if untunable:
-        typer.echo(one_line(f"{f.path}: chips tunebank's tuner cannot tune, kept as data: "
-                            f"{', '.join(untunable)}"))
+        say(f"{f.path}: chips tunebank's tuner cannot tune, kept as data: "
+                            f"{', '.join(untunable)}")
     for soc in t.socs:
         alike = sorted(name for name in set(SOCS) | in_bank
                        if name != soc and name.casefold() == soc.casefold())
         if alike:
-            typer.echo(f"{soc} differs only in case from {', '.join(alike)}: AOE's chip names are "
+            say(f"{soc} differs only in case from {', '.join(alike)}: AOE's chip names are "
                        "case-sensitive, so the bank keeps them as different chips")
     for gap in f.gaps:
-        typer.echo(one_line(f"no entry: {gap}"))
+        say(f"no entry: {gap}")
 
 
 @user_errors
@@ -137,6 +137,10 @@ def export(
     merge: Annotated[bool, typer.Option(
         "--merge", help="aoe-repo: into a folder whose bank files hold entries the bank lacks, "
                         "keep those (without it such a folder is refused).")] = False,
+    raw: Annotated[bool, typer.Option(
+        "--raw", help="csv: write every cell as the bank holds it (by default a text cell "
+                      "starting with = + - @ tab or CR gets a leading ' so that a spreadsheet "
+                      "shows it as text, and control characters are shown escaped).")] = False,
     db: DbOption = None,
 ) -> None:
     """Export the bank: AOE's bank tree, the event log, tuning_result.json, result files or CSV."""
@@ -148,7 +152,7 @@ def export(
         elif file_format == ExportFormat.csv:
             from bank.formats.csv_policies import write_policies
 
-            _to_output(out, lambda handle: write_policies(handle, bank.policies()))
+            _to_output(out, lambda handle: write_policies(handle, bank.policies(), raw=raw))
         elif file_format == ExportFormat.tuning_result:
             _export_tuning_result(bank, out, model, soc_version, input_shape)
         else:
@@ -198,9 +202,9 @@ def _export_repo(bank: Any, out: Path | None, core_num: int | None, merge: bool)
             f"{len(done.written.files)} file(s) under {out}")
     if done.written.kept:
         line += f"; {done.written.kept} entries the files held and the bank lacks kept (--merge)"
-    typer.echo(one_line(line))
+    say(line)
     if done.subgraphs:
-        typer.echo(f"{done.subgraphs} subgraph entries left out: the operator bank does not "
+        say(f"{done.subgraphs} subgraph entries left out: the operator bank does not "
                    "hold them (`bank export --format sgat --task ID` writes a task's as a result file)")
 
 
@@ -222,18 +226,27 @@ def merge(
 ) -> None:
     """Merge other banks into this one: the union of their events, the best policy per key wins."""
     from bank import Bank
+    from bank.errors import BankError
+    from bank.location import shown_source
     from bank.merge import merge_into
 
-    reports = []
     opened: list[Bank] = []
+
+    def work(target: Bank) -> list[Any]:
+        reports = []
+        for source, other in zip(sources, opened, strict=True):
+            if other.bank_id == target.bank_id and other.location.url == target.location.url:
+                raise fail(f"{shown_source(source)}: is the bank being merged into")
+            try:
+                reports.append(merge_into(target, other))
+            except BankError as exc:
+                raise BankError(f"{shown_source(source)}: {exc}") from None
+        return reports
+
     try:
         for source in sources:  # every source opens before the target is touched
             opened.append(Bank.open(source))
-        with open_bank(db, create=True) as target:
-            for source, other in zip(sources, opened, strict=True):
-                if other.bank_id == target.bank_id and other.location.url == target.location.url:
-                    raise fail(f"{source}: is the bank being merged into")
-                reports.append(merge_into(target, other))
+        reports = write_to_bank(db, work)  # a merge that fails into a new bank leaves none
     finally:
         for other in opened:
             other.close()
@@ -245,14 +258,14 @@ def merge(
                 [[r.source, r.added, r.present, r.new_keys, r.faster, r.newer, r.ties,
                   len(r.conflicts)] for r in reports])
     if any(r.newer for r in reports):
-        typer.echo("newer: keys both banks hold without a measured time (AOE's own entries); the "
+        say("newer: keys both banks hold without a measured time (AOE's own entries); the "
                    "entry recorded later (imported or tuned later) holds")
     if any(r.ties for r in reports):  # which side wins a tie varies run to run: --json says
-        typer.echo("ties: keys both banks hold with records of the same time; the smaller event id "
+        say("ties: keys both banks hold with records of the same time; the smaller event id "
                    "decides which record stands, and no key gets faster or slower by it")
     conflicts = [c for r in reports for c in r.conflicts]
     if conflicts:
-        typer.echo("")
+        say("")
         print_table(["soc_version", "repo_key", "op_type", "decided_by", "winner_us",
                      "winner_origin", "loser_us", "loser_origin"],
                     [[c.soc_version, c.repo_key, c.op_type, c.rule, c.winner.best_us,

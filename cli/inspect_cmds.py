@@ -14,6 +14,7 @@ from cli.common import (
     DbOption,
     JsonOption,
     LimitOption,
+    RawOption,
     SocOption,
     SortOption,
     check_socs,
@@ -21,6 +22,7 @@ from cli.common import (
     open_bank,
     print_json,
     print_table,
+    say,
     short_time,
     show_rows,
     user_errors,
@@ -38,7 +40,8 @@ WhereOption = Annotated[list[str] | None, typer.Option(
 
 @user_errors
 def tasks(db: DbOption = None, soc_version: SocOption = None, as_json: JsonOption = False,
-          limit: LimitOption = None, sort: SortOption = None, as_csv: CsvOption = False) -> None:
+          limit: LimitOption = None, sort: SortOption = None, as_csv: CsvOption = False,
+          raw: RawOption = False) -> None:
     """List every tuning task with its status and repo_summary counts, in the order the bank
     recorded them (--sort started: by the time each started)."""
     from bank import task_json
@@ -54,7 +57,7 @@ def tasks(db: DbOption = None, soc_version: SocOption = None, as_json: JsonOptio
          "add", "hit", "update", "reserved", "unsat", "total"],
         [[t.task_id, t.soc_version, t.tuning_name, t.model_name, t.search_mode, t.status,
           short_time(t.started_at), t.add_num, t.hit_num, t.update_num, t.reserved_num,
-          t.unsatisfied_num, t.total_num] for t in found], limit=limit, sort=sort, as_csv=as_csv)
+          t.unsatisfied_num, t.total_num] for t in found], limit=limit, sort=sort, as_csv=as_csv, raw=raw)
 
 
 @user_errors
@@ -74,7 +77,7 @@ def summary(
     if as_json:
         print_json(counts)
         return
-    typer.echo(f"task {found.task_id} ({found.soc_version}, {found.status})")
+    say(f"task {found.task_id} ({found.soc_version}, {found.status})")
     print_table(["field", "value"], counts.items())
 
 
@@ -96,6 +99,7 @@ def query(
     limit: LimitOption = None,
     sort: SortOption = None,
     as_csv: CsvOption = False,
+    raw: RawOption = False,
 ) -> None:
     """List the best policy per key, now or as it was (--as-of, --at-seq)."""
     from bank import PolicyFilter, policy_json
@@ -124,7 +128,7 @@ def query(
          "task", "seq", "origin"],
         [[p.soc_version, p.repo_key, p.op_type, *_values(conditions, p.info_dict, p.knowledge),
           p.best_us, p.tune_mode, p.backend, p.task_id, p.seq, p.origin] for p in found],
-        limit=limit, sort=sort, as_csv=as_csv)
+        limit=limit, sort=sort, as_csv=as_csv, raw=raw)
 
 
 def _columns(conditions: list[Condition]) -> list[str]:
@@ -152,6 +156,7 @@ def history(
     limit: LimitOption = None,
     sort: SortOption = None,
     as_csv: CsvOption = False,
+    raw: RawOption = False,
 ) -> None:
     """Show every outcome of a key or an operator, oldest first, with its task, model and
     source (the AOE bank tree, file and line an imported entry came from)."""
@@ -173,7 +178,7 @@ def history(
     show_rows(
         ["seq", "time", "kind", "repo_key", "op_name", "task", "model", "before_us", "after_us",
          "origin", "borrowed from", "source"],
-        [_history_row(s, models) for s in found], limit=limit, sort=sort, as_csv=as_csv)
+        [_history_row(s, models) for s in found], limit=limit, sort=sort, as_csv=as_csv, raw=raw)
 
 
 def _matching(found: list[StoredEvent], conditions: list[Condition]) -> list[StoredEvent]:
@@ -223,25 +228,26 @@ def events(
     limit: LimitOption = None,
     sort: SortOption = None,
     as_csv: CsvOption = False,
+    raw: RawOption = False,
 ) -> None:
     """Print the raw log, oldest first (--json: one event per line, streamed)."""
     with open_bank(db) as bank:
-        _print_events(bank, since, as_json, limit, sort, as_csv)
+        _print_events(bank, since, as_json, limit, sort, as_csv, raw)
 
 
 def _print_events(bank: Bank, since: int, as_json: bool, limit: int | None, sort: str | None,
-                  as_csv: bool) -> None:
+                  as_csv: bool, raw: bool) -> None:
     if as_json:
         for n, stored in enumerate(bank.events(since)):
             if limit is not None and n >= limit:
                 break
-            typer.echo(json.dumps(stored.as_dict(), ensure_ascii=False))
+            say(json.dumps(stored.as_dict(), ensure_ascii=False))
         return
     show_rows(
         ["seq", "time", "kind", "soc_version", "task", "repo_key", "op_name", "hash"],
         [[s.seq, short_time(s.event.recorded_at), s.event.kind, s.event.soc_version,
           s.event.task_id, s.event.repo_key, s.event.op_name, s.hash[:12]]
-         for s in bank.events(since)], limit=limit, sort=sort, as_csv=as_csv)
+         for s in bank.events(since)], limit=limit, sort=sort, as_csv=as_csv, raw=raw)
 
 
 @user_errors
@@ -264,5 +270,5 @@ def report(
         found = gather(bank, soc_version)
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     write_text_atomic(out, render(found, stamp))
-    typer.echo(f"Report: {out} ({len(found.chips)} chip(s), "
+    say(f"Report: {out} ({len(found.chips)} chip(s), "
                f"{sum(len(c.tasks) for c in found.chips)} task(s), {found.head_seq:,} events)")

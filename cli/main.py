@@ -10,8 +10,9 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
+from bank.names import one_line
 from cli import audit_cmds, diff_cmds, exchange_cmds, inspect_cmds, tune_cmds
-from cli.common import one_line
+from cli.common import say
 
 
 class BankGroup(TyperGroup):
@@ -31,14 +32,14 @@ class BankGroup(TyperGroup):
         try:
             returned = run(False)
         except typer.Abort:
-            typer.echo("bank: aborted", err=True)
+            say("bank: aborted", err=True)
             sys.exit(1)
         except typer.TyperException as exc:
             if type(exc).__name__ == "NoArgsIsHelpError":  # plain `bank`: the help, as usual
                 typer.echo(exc.format_message() if hasattr(exc, "format_message") else str(exc),
-                           err=True)
+                           err=True)  # the help, many lines by design
             else:
-                typer.echo(f"bank: error: {_one_line(exc)}", err=True)
+                say(f"bank: error: {_one_line(exc)}", err=True)
             sys.exit(getattr(exc, "exit_code", 1))
         sys.exit(returned if isinstance(returned, int) else 0)
 
@@ -89,7 +90,7 @@ def _version(shown: bool) -> None:
     if shown:
         from bank.version import tool_version
 
-        typer.echo(f"bank (tunebank) {tool_version()}")
+        say(f"bank (tunebank) {tool_version()}")
         raise typer.Exit()
 
 

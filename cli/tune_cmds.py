@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.common import DbOption, JsonOption, fail, open_bank, print_json, print_table, user_errors
+from cli.common import DbOption, JsonOption, fail, open_bank, print_json, print_table, say, user_errors
 
 if TYPE_CHECKING:
     from tuner.campaign_file import CampaignModel
@@ -149,7 +149,7 @@ def tune(
     try:
         report = run_tune(lambda: open_bank(db, create=True), options, reporter)
     except KeyboardInterrupt:
-        typer.echo(f"bank: interrupted; {RESUME}", err=True)
+        say(f"bank: interrupted; {RESUME}", err=True)
         raise typer.Exit(130) from None
     except MeasurementFailed as exc:
         raise fail(f"{exc}; {RESUME}") from None
@@ -191,7 +191,7 @@ def _campaign(options: TuneOptions, models: Sequence[CampaignModel], chips: Sequ
         reports = run_campaign(lambda: open_bank(db, create=True), options, models, chips,
                                executor, _progress() if show else None)
     except KeyboardInterrupt:
-        typer.echo(f"bank: interrupted; {RESUME}", err=True)
+        say(f"bank: interrupted; {RESUME}", err=True)
         raise typer.Exit(130) from None
     except MeasurementFailed as exc:
         raise fail(f"{exc}; {RESUME}") from None
@@ -202,11 +202,11 @@ def _campaign(options: TuneOptions, models: Sequence[CampaignModel], chips: Sequ
         print_json([report.as_json() for report in reports.reports])
         return
     for task in reports.finished_before:
-        typer.echo(f"task {task.task_id} ({task.tuning_name}, {task.soc_version}) finished "
+        say(f"task {task.task_id} ({task.tuning_name}, {task.soc_version}) finished "
                    "before; not run again")
     for report in reports.reports:
         _closing_lines(report)
-        typer.echo("")
+        say("")
 
 
 def _given(ctx: typer.Context, names: Iterable[str]) -> frozenset[str]:
@@ -231,28 +231,28 @@ def _progress() -> Reporter:
 
 def _closing_lines(report: TuneReport) -> None:
     summary = report.repo_summary
-    typer.echo(f"task {report.task_id} ({report.soc_version}): {report.status}"
+    say(f"task {report.task_id} ({report.soc_version}): {report.status}"
                + (" (resumed)" if report.resumed else ""))
-    typer.echo("repo_summary: " + ", ".join(f"{k}={v}" for k, v in summary.items()))
-    typer.echo(f"measurements: {report.measurements}")
-    typer.echo(f"Model performance before tuning: {report.model_baseline_ms:.6f} ms")
-    typer.echo(f"Model performance after tuning:  {report.model_result_ms:.6f} ms")
-    typer.echo(f"{report.tuning_name} process finished. "
+    say("repo_summary: " + ", ".join(f"{k}={v}" for k, v in summary.items()))
+    say(f"measurements: {report.measurements}")
+    say(f"Model performance before tuning: {report.model_baseline_ms:.6f} ms")
+    say(f"Model performance after tuning:  {report.model_result_ms:.6f} ms")
+    say(f"{report.tuning_name} process finished. "
                f"Performance improved by {report.improvement_pct:.2f}%")
-    typer.echo(f"Tuning took {report.tuning_time_s:.2f} s")
-    typer.echo(f"Result file: {report.result_file}")
+    say(f"Tuning took {report.tuning_time_s:.2f} s")
+    say(f"Result file: {report.result_file}")
     if report.tuning_result_file:
-        typer.echo(f"Tuning result: {report.tuning_result_file}")
+        say(f"Tuning result: {report.tuning_result_file}")
     if report.output_model:
-        typer.echo(f"Tuned model: {report.output_model}")
+        say(f"Tuned model: {report.output_model}")
     if report.not_tunable:
-        typer.echo(("Not in a fusable subgraph (not counted): " if report.job_type == "sgat"
+        say(("Not in a fusable subgraph (not counted): " if report.job_type == "sgat"
                     else "Not tunable (no search space, not counted): ")
                    + ", ".join(f"{t} x{n}" for t, n in sorted(report.not_tunable.items())))
     if report.failed_operators:
-        typer.echo("Failed operators: " + ", ".join(report.failed_operators))
+        say("Failed operators: " + ", ".join(report.failed_operators))
     for notice in report.notices:
-        typer.echo(f"Note: {notice}")
+        say(f"Note: {notice}")
 
 
 @user_errors
@@ -286,7 +286,7 @@ def plan(
                   ", ".join(k.op_names[:3]) + (" ..." if len(k.op_names) > 3 else "")]
                  for k in keys])
     new = [k for k in keys if k.status == "new"]
-    typer.echo(f"{len(keys)} keys: {len(keys) - len(new)} known to the bank, {len(new)} to tune "
+    say(f"{len(keys)} keys: {len(keys) - len(new)} known to the bank, {len(new)} to tune "
                f"({sum(len(k.op_names) for k in new)} {'subgraphs' if kind == 'sgat' else 'operators'})")
 
 
@@ -319,7 +319,7 @@ def socs(as_json: JsonOption = False) -> None:
         [[s.soc_version, *(cell(s, name) for name in columns), round(s.peak_tflops(), 1)]
          for s in SOCS.values()],
     )
-    typer.echo("* an estimate: the chip's published figures do not give it (docs/cost-model.md); "
+    say("* an estimate: the chip's published figures do not give it (docs/cost-model.md); "
                "`bank socs --json` lists each chip's estimates")
 
 

@@ -284,4 +284,4 @@ def test_a_column_holding_a_fraction_shows_every_number_with_three_decimals() ->
     from cli.common import _formatted
 
     rows = [[1, 8.0, 1200.0, None], [2, 7.8125, 47.0, "x"]]
-    assert _formatted(rows, blank="-") == [["1", "8.000", "1200", "-"], ["2", "7.812", "47", "x"]]
+    assert _formatted(rows, blank="-", escape=str) == [["1", "8.000", "1200", "-"], ["2", "7.812", "47", "x"]]
