@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import random
 import shutil
 from pathlib import Path
@@ -208,6 +209,80 @@ def test_an_events_line_whose_op_name_is_not_text(events_export: str, base_bank:
     path = _write(bank.parent, "events.jsonl", text.encode())
     result = refused_or_sound(["import", str(path), "--db", str(bank)], bank)
     assert result.exit_code == 1 and "field op_name must be a string or null, not False" in result.stderr
+
+
+# -- names from every door (issue 28) --------------------------------------------------------------
+
+HOSTILE_NAMES = st.one_of(
+    st.text(max_size=30),
+    st.sampled_from(["../x", "/abs/chip", "..", "a/b", "x\x1b[2Jy", "=1+2", "@SUM(A1)", "op\x00",
+                     "A" * 300, "C:\\x", "\u202eevil", "x\ry", "Ascend910B2", "ok.name-1"]),
+)
+NAME_DOORS = ["result-op", "result-chip", "tree-op", "tree-file-chip", "events-chip"]
+_CONTROLS = {chr(c) for c in (*range(32), *range(127, 160))} - {"\n"}
+
+
+def _door_input(door: str, name: str, folder: Path) -> list[str]:
+    """The import arguments that bring ``name`` in through ``door``."""
+    from fixtures.aoe_banks import entry
+
+    rng = random.Random(28)
+    if door.startswith("result"):
+        op_type = name if door == "result-op" else "Conv2D"
+        chip = name if door == "result-chip" else "Ascend310"
+        report = [{"basic": {"tuning_name": "t"}}, {"OPAT": {
+            "opat_tuning_result": "tuning successful", "repo_modified_operators": [{
+                "op_name": "n", "op_type": op_type, "tune_performance": {"Schedule": {
+                    "performance_after_tune(us)": 5, "performance_before_tune(us)": 10,
+                    "performance_improvement": "100.00%", "update_mode": "add"}}}],
+            "repo_summary": {"repo_add_num": 1, "repo_hit_num": 0, "repo_reserved_num": 0,
+                             "repo_unsatisfied_num": 0, "repo_update_num": 0, "total_num": 1}}}]
+        path = _write(folder, "result.json", json.dumps(report).encode())
+        return ["import", str(path), "--soc-version", chip, "--allow-unknown-soc"]
+    if door.startswith("tree"):
+        line = entry(rng, 1, 24, op=name if door == "tree-op" else "MatMulV3")
+        chip = name if door == "tree-file-chip" else "Ascend910B2"
+        tree = folder / "tree" / "unified_bank"
+        tree.mkdir(parents=True)
+        _write(tree, f"{chip}_24_AiCore_MatMulV3_runtime_kb.json", (json.dumps(line) + "\n").encode())
+        return ["import", str(folder / "tree")]
+    from bank.events import Event, EventKind, StoredEvent, format_time, utc_now
+
+    event = Event.of(EventKind.TASK_STARTED, name or "x", "t" * 16, format_time(utc_now()),
+                     "bank:hostile", {"job_type": "opat", "tuning_name": "t"})
+    link = event.link_hash("0" * 64, 1)
+    with (folder / "events.jsonl").open("w", encoding="utf-8") as handle:
+        write_events(handle, [StoredEvent(1, event.event_id, event, "0" * 64, link)], "hostile")
+    return ["import", str(folder / "events.jsonl")]
+
+
+@fuzz(40)
+@given(name=HOSTILE_NAMES, door=st.sampled_from(NAME_DOORS))
+def test_names_from_every_door(name: str, door: str, base_bank: Path, scratch: Path) -> None:
+    """Whatever name comes in, by whichever door: no traceback, a refusal leaves the bank as
+    it was, no control character reaches the terminal, and an export of what got in writes
+    inside --out only."""
+    from hypothesis import assume
+
+    assume(door != "tree-file-chip" or ("/" not in name and "\x00" not in name and name not in ("", ".", "..")
+                                        and len(name.encode()) < 200))
+    bank = fresh_copy(base_bank, scratch)
+    folder = bank.parent
+    args = _door_input(door, name, folder)
+    result = refused_or_sound([*args, "--db", str(bank)], bank)
+    outputs = [result.stdout, result.stderr]
+    if result.exit_code == 0:
+        out = folder / "out"
+        before = {p for p in scratch.rglob("*") if out not in p.parents}
+        for command in (["export", "--format", "aoe-repo", "--out", str(out), "--core-num", "8"],
+                        ["query"], ["tasks"], ["history", "--op-type", name or "x"]):
+            ran = runner.invoke(app, [*command, "--db", str(bank)])
+            assert ran.exception is None or isinstance(ran.exception, SystemExit), ran.exception
+            outputs += [ran.stdout, ran.stderr]
+        assert {p for p in scratch.rglob("*") if out not in p.parents and p != out} <= before | {out}
+        assert all(os.path.realpath(p).startswith(os.path.realpath(out)) for p in out.rglob("*"))
+    for text in outputs:
+        assert not _CONTROLS & set(text), repr(text)
 
 
 # -- what narrows a tune --------------------------------------------------------------------------
