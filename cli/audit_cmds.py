@@ -49,7 +49,7 @@ def verify(db: DbOption = None, head: Annotated[bool, typer.Option(
     elif report.ok:
         checked = "database structure checked, " if report.structure_unchecked is None else ""
         say(f"OK: {report.events} events, {checked}hash chain intact, {report.tasks} tasks "
-                   f"and {report.policies} policies match a replay of the log")
+            f"and {report.policies} policies match a replay of the log")
         if report.structure_unchecked is not None:
             say(f"database structure not checked: {report.structure_unchecked}")
         if report.anchor is not None:
@@ -97,7 +97,7 @@ def rebuild(db: DbOption = None,
     for problem in done.replaced:
         say(f"replaced: {problem}")
     say(f"Rebuilt from {done.head} events: {counts['tasks']} tasks, "
-               f"{counts['policies']} policies")
+        f"{counts['policies']} policies")
 
 
 @user_errors
@@ -119,7 +119,7 @@ def upgrade(db: DbOption = None, as_json: JsonOption = False) -> None:
         say(f"{where}: already at schema {report.to_version}; nothing to do")
     else:
         say(f"Upgraded {where} from schema {report.from_version} to {report.to_version}, "
-                   f"{report.last_seq} events kept:")
+            f"{report.last_seq} events kept:")
         for step in report.steps:
             say(f"  {step}")
     if not as_json:

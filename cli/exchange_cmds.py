@@ -87,7 +87,7 @@ def import_(
             checked = "matches --expect-head" if f.head["anchored"] else \
                 "not checked against an anchor (--expect-head)"
             say(f"{f.path}: history of bank {f.head['bank_id']} up to seq {f.head['seq']}, "
-                       f"head {f.head['hash']}: {checked}")
+                f"head {f.head['hash']}: {checked}")
     say(f"{report.appended} event(s) added, {report.skipped} already present")
 
 
@@ -107,13 +107,13 @@ def _tree_lines(f: Any, in_bank: set[str]) -> None:
     untunable = [soc for soc in t.socs if soc not in SOCS]
     if untunable:
         say(f"{f.path}: chips tunebank's tuner cannot tune, kept as data: "
-                            f"{', '.join(untunable)}")
+            f"{', '.join(untunable)}")
     for soc in t.socs:
         alike = sorted(name for name in set(SOCS) | in_bank
                        if name != soc and name.casefold() == soc.casefold())
         if alike:
             say(f"{soc} differs only in case from {', '.join(alike)}: AOE's chip names are "
-                       "case-sensitive, so the bank keeps them as different chips")
+                "case-sensitive, so the bank keeps them as different chips")
     for gap in f.gaps:
         say(f"no entry: {gap}")
 
@@ -205,7 +205,7 @@ def _export_repo(bank: Any, out: Path | None, core_num: int | None, merge: bool)
     say(line)
     if done.subgraphs:
         say(f"{done.subgraphs} subgraph entries left out: the operator bank does not "
-                   "hold them (`bank export --format sgat --task ID` writes a task's as a result file)")
+            "hold them (`bank export --format sgat --task ID` writes a task's as a result file)")
 
 
 def _export_tuning_result(bank: Any, out: Path | None, model: Path | None, soc_version: str | None,
@@ -259,10 +259,10 @@ def merge(
                   len(r.conflicts)] for r in reports])
     if any(r.newer for r in reports):
         say("newer: keys both banks hold without a measured time (AOE's own entries); the "
-                   "entry recorded later (imported or tuned later) holds")
+            "entry recorded later (imported or tuned later) holds")
     if any(r.ties for r in reports):  # which side wins a tie varies run to run: --json says
         say("ties: keys both banks hold with records of the same time; the smaller event id "
-                   "decides which record stands, and no key gets faster or slower by it")
+            "decides which record stands, and no key gets faster or slower by it")
     conflicts = [c for r in reports for c in r.conflicts]
     if conflicts:
         say("")

@@ -271,4 +271,4 @@ def report(
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     write_text_atomic(out, render(found, stamp))
     say(f"Report: {out} ({len(found.chips)} chip(s), "
-               f"{sum(len(c.tasks) for c in found.chips)} task(s), {found.head_seq:,} events)")
+        f"{sum(len(c.tasks) for c in found.chips)} task(s), {found.head_seq:,} events)")

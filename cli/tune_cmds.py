@@ -203,7 +203,7 @@ def _campaign(options: TuneOptions, models: Sequence[CampaignModel], chips: Sequ
         return
     for task in reports.finished_before:
         say(f"task {task.task_id} ({task.tuning_name}, {task.soc_version}) finished "
-                   "before; not run again")
+            "before; not run again")
     for report in reports.reports:
         _closing_lines(report)
         say("")
@@ -232,13 +232,13 @@ def _progress() -> Reporter:
 def _closing_lines(report: TuneReport) -> None:
     summary = report.repo_summary
     say(f"task {report.task_id} ({report.soc_version}): {report.status}"
-               + (" (resumed)" if report.resumed else ""))
+        + (" (resumed)" if report.resumed else ""))
     say("repo_summary: " + ", ".join(f"{k}={v}" for k, v in summary.items()))
     say(f"measurements: {report.measurements}")
     say(f"Model performance before tuning: {report.model_baseline_ms:.6f} ms")
     say(f"Model performance after tuning:  {report.model_result_ms:.6f} ms")
     say(f"{report.tuning_name} process finished. "
-               f"Performance improved by {report.improvement_pct:.2f}%")
+        f"Performance improved by {report.improvement_pct:.2f}%")
     say(f"Tuning took {report.tuning_time_s:.2f} s")
     say(f"Result file: {report.result_file}")
     if report.tuning_result_file:
@@ -248,7 +248,7 @@ def _closing_lines(report: TuneReport) -> None:
     if report.not_tunable:
         say(("Not in a fusable subgraph (not counted): " if report.job_type == "sgat"
                     else "Not tunable (no search space, not counted): ")
-                   + ", ".join(f"{t} x{n}" for t, n in sorted(report.not_tunable.items())))
+            + ", ".join(f"{t} x{n}" for t, n in sorted(report.not_tunable.items())))
     if report.failed_operators:
         say("Failed operators: " + ", ".join(report.failed_operators))
     for notice in report.notices:
@@ -287,7 +287,7 @@ def plan(
                  for k in keys])
     new = [k for k in keys if k.status == "new"]
     say(f"{len(keys)} keys: {len(keys) - len(new)} known to the bank, {len(new)} to tune "
-               f"({sum(len(k.op_names) for k in new)} {'subgraphs' if kind == 'sgat' else 'operators'})")
+        f"({sum(len(k.op_names) for k in new)} {'subgraphs' if kind == 'sgat' else 'operators'})")
 
 
 def _nearest_cell(nearest: Sequence[Neighbour], soc_version: str) -> str | None:
@@ -320,7 +320,7 @@ def socs(as_json: JsonOption = False) -> None:
          for s in SOCS.values()],
     )
     say("* an estimate: the chip's published figures do not give it (docs/cost-model.md); "
-               "`bank socs --json` lists each chip's estimates")
+        "`bank socs --json` lists each chip's estimates")
 
 
 __all__ = ["plan", "socs", "tune"]
