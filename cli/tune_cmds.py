@@ -91,6 +91,10 @@ def tune(
     sim_delay_ms: Annotated[float, typer.Option(
         "--sim-delay-ms", help="sim backend: wall time of each run of a candidate, as a device's "
                                "(times recorded do not change).")] = 0.0,
+    measure_timeout: Annotated[float, typer.Option(
+        "--measure-timeout", metavar="SECONDS",
+        help="Stop the tune, resumable, when one batch of measurements takes longer than this "
+             "(a hung device or plug-in).")] = 600.0,
     tuning_name: Annotated[str | None, typer.Option("--tuning-name", help="Task name.")] = None,
     result_format: Annotated[ResultFormat, typer.Option(
         "--result-format", help="OPAT result file format: v2 (newer) or v1 (older).")] = ResultFormat.v2,
@@ -131,6 +135,7 @@ def tune(
         load_tuning_result=load_tuning_result, noise=noise, run_loop=run_loop,
         tuning_name=tuning_name, result_format=result_format.value, work_dir=result_folder(),
         output=output, transfer=transfer, backend=backend, sim_delay_s=sim_delay_ms / 1000,
+        measure_timeout_s=measure_timeout,
         given=_given(ctx, RESUMED))
     show = progress_bar == OnOff.on and not as_json and not quiet
     if campaign is not None:

@@ -95,7 +95,8 @@ class OnDask:
             else:
                 self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
                                              processes=True, dashboard_address=None,
-                                             silence_logs=40)
+                                             silence_logs=50)  # CRITICAL: a failed search is
+                # the one line the tune prints, not the worker's "Compute Failed" log and traceback
                 self.client = Client(self._cluster)
         except (OSError, TimeoutError, RuntimeError) as exc:
             self.close()

@@ -35,7 +35,7 @@ from tuner.costmodel import CostModel
 from tuner.decisions import MeasuredBy, borrowing_trail, decide, failed, known_outcomes
 from tuner.executors import Executor
 from tuner.keysearch import KeyResult, SearchJob, run_search, search_budget
-from tuner.measure import BackendError, BackendSettings, KeyWork, MeasurementBackend, open_backend
+from tuner.measure import BackendError, BackendSettings, KeyWork, MeasurementBackend
 from tuner.model import load_model
 from tuner.options import (
     TuneError,
@@ -45,6 +45,7 @@ from tuner.options import (
     resumed_options,
 )
 from tuner.plan import KeyGroup, TunePlan, plan_tune
+from tuner.plugins import open_backend
 from tuner.socs import get_soc
 from tuner.subgraphs import plan_subgraphs
 from tuner.transfer import Donors, Neighbour, start_from
@@ -184,7 +185,8 @@ def tune(bank_opener: Callable[[], Bank], options: TuneOptions,
 
 def settings_of(options: TuneOptions) -> BackendSettings:
     """What ``options`` pass their backend."""
-    return BackendSettings(options.noise, options.run_loop, options.sim_delay_s)
+    return BackendSettings(options.noise, options.run_loop, options.sim_delay_s,
+                           options.measure_timeout_s)
 
 
 def backend_for(options: TuneOptions) -> MeasurementBackend:

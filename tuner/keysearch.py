@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tuner.measure import BackendSettings, KeyWork, MeasurementBackend, measuring, open_backend
+from tuner.measure import BackendSettings, KeyWork, MeasurementBackend
+from tuner.plugins import open_backend
 from tuner.search import Evaluator, SearchError, make_search
 
 Generation = Callable[[int, int, float], None]
@@ -84,7 +85,8 @@ def run_search(job: SearchJob, backend: MeasurementBackend | None = None,
     key = job.key
     rng = np.random.default_rng([job.seed, int(key.repo_key)])
     noise = np.random.default_rng(rng.integers(2**63))
-    evaluate = Evaluator(measuring(backend, key, noise), backend.fit_check(key))
+    evaluate = Evaluator(lambda candidates: backend.measure(key, candidates, noise),
+                         backend.fit_check(key))
     default_us = float(evaluate(np.array([key.space.default]))[0])
     search = make_search(job.mode, job.budget, rng)
     try:

@@ -1,8 +1,8 @@
-"""Measurement backends: what measures a key's candidates on a chip, found by name.
+"""Measurement backends: the contract of what measures a key's candidates on a chip.
 
 A backend is a plug-in. A package declares it under the entry point group
-:data:`ENTRY_POINTS`, its name pointing at a factory that takes :class:`BackendSettings` and
-returns a :class:`MeasurementBackend`::
+``tunebank.backends`` (found by tuner/plugins.py), its name pointing at a factory that takes
+:class:`BackendSettings` and returns a :class:`MeasurementBackend`::
 
     [project.entry-points."tunebank.backends"]
     npu = "my_team.npu:NpuBackend"
@@ -17,27 +17,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from importlib import import_module
-from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bank.errors import BankError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     import numpy as np
 
     from tuner.search import FitCheck
     from tuner.socs import SocSpec
     from tuner.space import SearchSpace
     from tuner.workload import Workload
-
-ENTRY_POINTS = "tunebank.backends"
-"""The entry point group backends are declared under."""
-BUILT_IN = {"sim": "tuner.sim:SimBackend"}
-"""Backends found even where tunebank's own metadata is not installed (a source checkout)."""
-
 
 class BackendError(BankError):
     """No backend of that name, or it could not be started."""
@@ -59,6 +49,10 @@ class BackendSettings:
     delay_s: float = 0.0
     """For ``sim``: the wall time each run of a candidate takes, as a device's would (0: none),
     so a campaign's spread over workers can be measured as it would be on hardware."""
+    timeout_s: float = 600.0
+    """The longest one batch's ``measure`` may take before the tune stops with one line
+    (``--measure-timeout``): a device that compiles and runs a GA generation of 64 candidates
+    at a few seconds each stays well inside it, a hung one does not hang the tune."""
 
 
 @dataclass(frozen=True)
@@ -120,58 +114,3 @@ class MeasurementBackend(ABC):
         from tuner.costmodel import CostModel
 
         return CostModel(key.soc).fit_check(key.work, key.space)
-
-
-def backend_names() -> list[str]:
-    """The names of every backend installed, sorted."""
-    return sorted({*BUILT_IN, *(point.name for point in entry_points(group=ENTRY_POINTS))})
-
-
-def open_backend(name: str, settings: BackendSettings) -> MeasurementBackend:
-    """The backend declared as ``name``, made with ``settings``.
-
-    Raises:
-        BackendError: no backend of that name, or its factory failed or returned something
-            that is not a :class:`MeasurementBackend`.
-    """
-    declared = [point for point in entry_points(group=ENTRY_POINTS) if point.name == name]
-    try:
-        if declared:
-            factory: Any = declared[0].load()
-        elif name in BUILT_IN:
-            module, _, attribute = BUILT_IN[name].partition(":")
-            factory = getattr(import_module(module), attribute)
-        else:
-            raise BackendError(f"--backend: no measurement backend {name!r} is installed "
-                               f"(installed: {', '.join(backend_names())})")
-        backend = factory(settings)
-    except BackendError:
-        raise
-    except Exception as exc:  # a plug-in's own failure, whatever it raises
-        raise BackendError(f"--backend: backend {name!r} could not start: "
-                           f"{type(exc).__name__}: {exc}") from exc
-    if not isinstance(backend, MeasurementBackend):
-        raise BackendError(f"--backend: backend {name!r} made a {type(backend).__name__}, not a "
-                           "tuner.measure.MeasurementBackend")
-    if not backend.name or not backend.version:
-        raise BackendError(f"--backend: backend {name!r} declares no name or no version")
-    return backend
-
-
-def measuring(backend: MeasurementBackend, key: KeyWork,
-              rng: np.random.Generator) -> Callable[[np.ndarray], np.ndarray]:
-    """``backend.measure`` for ``key``, with any error but the bank's own raised again as
-    :class:`MeasurementFailed` naming the backend, the key and the chip (a bare exception
-    from a plug-in would reach the user as a traceback, from whichever worker ran it)."""
-
-    def measure(candidates: np.ndarray) -> np.ndarray:
-        try:
-            return backend.measure(key, candidates, rng)
-        except BankError:
-            raise
-        except Exception as exc:
-            raise MeasurementFailed(
-                f"backend '{backend.name}' failed measuring key {key.repo_key} on "
-                f"{key.soc.soc_version}: {type(exc).__name__}: {exc}") from exc
-
-    return measure

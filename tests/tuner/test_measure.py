@@ -16,14 +16,8 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from tuner.costmodel import COST_MODEL_VERSION
-from tuner.measure import (
-    ENTRY_POINTS,
-    BackendError,
-    BackendSettings,
-    KeyWork,
-    backend_names,
-    open_backend,
-)
+from tuner.measure import BackendError, BackendSettings, KeyWork
+from tuner.plugins import ENTRY_POINTS, backend_names, open_backend
 from tuner.sim import SimBackend
 from tuner.socs import SOCS
 from tuner.space import vector_space
@@ -99,7 +93,7 @@ def plug_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_sim_is_declared_through_the_entry_point_group() -> None:
     assert "sim" in {point.name for point in entry_points(group=ENTRY_POINTS)}
     backend = open_backend("sim", BackendSettings(noise=0.1, run_loop=5))
-    assert isinstance(backend, SimBackend)
+    assert isinstance(backend.inner, SimBackend)  # type: ignore[attr-defined]
     assert (backend.name, backend.version, backend.noise, backend.repeats) == \
         ("sim", COST_MODEL_VERSION, 0.1, 5)
 
