@@ -3,7 +3,8 @@ search settings of a campaign, so that it can be run again as it was.
 
 ```toml
 chips = ["Ascend310", "Ascend910B2"]
-mode = "ga"          # and budget, seed, retune, transfer, backend, noise, run_loop
+mode = "ga"          # and budget, seed, retune, transfer, backend, noise, run_loop,
+                     # measure_timeout_s
 budget = 64
 seed = 1
 
@@ -24,11 +25,15 @@ from typing import Any
 
 from bank.formats.jsontext import read_text
 from tuner.model import ModelError, parse_input_shapes
-from tuner.options import TuneError
+from tuner.options import SETTING_BOUNDS, TuneError, check_setting
+from tuner.plugins import backend_names
+from tuner.search import STRATEGIES as MODES
+from tuner.socs import check_soc_name
 
 SETTINGS: dict[str, tuple[type, ...]] = {
     "mode": (str,), "budget": (int,), "seed": (int,), "retune": (bool,), "transfer": (bool,),
-    "backend": (str,), "noise": (float, int), "run_loop": (int,)}
+    "backend": (str,), "noise": (float, int), "run_loop": (int,),
+    "measure_timeout_s": (float, int)}
 """The search settings a campaign file may hold, with the TOML types each takes."""
 MODEL_FIELDS = ("path", "input_shapes", "tuning_config", "tune_ops_file")
 
@@ -65,6 +70,8 @@ def read_campaign(path: Path) -> CampaignFile:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise TuneError(f"--campaign: {path}: not TOML ({exc})") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise TuneError(f"--campaign: {path}: arrays or tables nested too deep to read") from None
     where = f"--campaign: {path}"
     unknown = sorted(set(data) - {"chips", "models", *SETTINGS})
     if unknown:
@@ -73,6 +80,8 @@ def read_campaign(path: Path) -> CampaignFile:
     chips = data.get("chips")
     if not isinstance(chips, list) or not chips or not all(isinstance(c, str) and c for c in chips):
         raise TuneError(f"{where}: chips: must be a non-empty list of soc_versions")
+    for n, chip in enumerate(chips):
+        check_soc_name(chip, option=f"{where}: chips[{n}]")
     entries = data.get("models")
     if not isinstance(entries, list) or not entries or not all(isinstance(m, dict) for m in entries):
         raise TuneError(f"{where}: models: must be one [[models]] table or more")
@@ -81,8 +90,16 @@ def read_campaign(path: Path) -> CampaignFile:
         if name in data:
             value = data[name]
             if not isinstance(value, types) or (bool in types) != isinstance(value, bool):
-                raise TuneError(f"{where}: {name}: must be {_kind(types)}, not {value!r}")
-            settings[name] = float(value) if isinstance(value, int | float) and name == "noise" \
+                raise TuneError(f"{where}: {name}: must be {_kind(types)}, not "
+                                f"{_shown(value)}")
+            if name in SETTING_BOUNDS:
+                check_setting(name, value, f"{where}: {name}")
+            if name == "mode" and value not in MODES:
+                raise TuneError(f"{where}: mode: {_shown(value)} is not one of {', '.join(MODES)}")
+            if name == "backend" and value not in backend_names():
+                raise TuneError(f"{where}: backend: no measurement backend {_shown(value)} is "
+                                f"installed (installed: {', '.join(backend_names())})")
+            settings[name] = float(value) if float in types and isinstance(value, int | float) \
                 else value
     models = tuple(_model(entry, path.parent, f"{where}: models[{n}]")
                    for n, entry in enumerate(entries))
@@ -101,7 +118,11 @@ def _model(entry: dict[str, Any], folder: Path, where: str) -> CampaignModel:
     files = {name: folder / entry[name] for name in ("path", "tuning_config", "tune_ops_file")
              if name in entry}
     for name, file in files.items():
-        if not file.is_file():
+        try:
+            found = file.is_file()
+        except OSError as exc:  # a name too long for the file system, a loop of links
+            raise TuneError(f"{where}.{name}: {_shown(entry[name])}: {exc.strerror}") from None
+        if not found:
             raise TuneError(f"{where}.{name}: {file}: no such file")
     try:
         shapes = parse_input_shapes(entry.get("input_shapes"))
@@ -109,6 +130,12 @@ def _model(entry: dict[str, Any], folder: Path, where: str) -> CampaignModel:
         raise TuneError(f"{where}.input_shapes: {exc}") from None
     return CampaignModel(files["path"], shapes, files.get("tuning_config"),
                          files.get("tune_ops_file"))
+
+
+def _shown(value: Any) -> str:
+    """A value from the file in a message: at most 60 characters of it."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _kind(types: tuple[type, ...]) -> str:

@@ -64,6 +64,8 @@ class TuneOptions:
     """The measurement backend, by the name it is declared under (tuner/measure.py)."""
     sim_delay_s: float = 0.0
     """For ``sim``: the wall time each measurement takes (see BackendSettings.delay_s)."""
+    measure_timeout_s: float = 600.0
+    """The longest one batch of measurements may take (see BackendSettings.timeout_s)."""
     campaign: str | None = None
     """The campaign this task is part of, as ``CAMPAIGN_ID/INDEX`` (recorded when it starts,
     so ``--reload`` finds the campaign's tasks)."""
@@ -82,6 +84,37 @@ def job_type_of(text: str) -> str:
     except KeyError:
         raise TuneError(f"--job-type: {text!r} is not subgraph (1, sgat) or operator (2, opat)") from None
 
+SETTING_BOUNDS: dict[str, tuple[float, float, str]] = {
+    "budget": (1, MAX_BUDGET, "measurements per operator"),
+    "seed": (0, 2**63 - 1, ""),
+    "noise": (0, 0.999, "(a relative standard deviation)"),
+    "run_loop": (1, 2048, "(AOE's RUN_LOOP range)"),
+    "measure_timeout_s": (0.001, 86_400, "seconds"),
+    "sim_delay_s": (0, 10, "seconds"),
+}
+"""The bounds of each numeric tune setting, wherever it is given (an option, a campaign file):
+what a user would accept, and what keeps a tune from running for days or failing deep inside."""
+OPTION_NAMES = {"budget": "--budget", "seed": "--seed", "noise": "--noise",
+                "run_loop": "--run-loop", "measure_timeout_s": "--measure-timeout",
+                "sim_delay_s": "--sim-delay-ms (in seconds)"}
+
+
+def check_setting(name: str, value: Any, label: str) -> None:
+    """Refuse a numeric setting outside :data:`SETTING_BOUNDS`; ``label`` names where it was
+    given (``--budget``, or a campaign file and field).
+
+    Raises:
+        TuneError: the value is out of bounds.
+    """
+    low, high, unit = SETTING_BOUNDS[name]
+    if value is None:
+        return
+    if not low <= value <= high:
+        shown = f"{value:.4g}" if isinstance(value, float) else str(value)[:40]
+        raise TuneError(f"{label}: {shown} is out of bounds: must be between {low:,g} and "
+                        f"{high:,g}{' ' + unit if unit else ''}")
+
+
 def check_options(options: TuneOptions) -> None:
     if options.job_type not in ("opat", "sgat"):
         raise TuneError(f"--job-type: {options.job_type!r} is not sgat or opat")
@@ -91,15 +124,10 @@ def check_options(options: TuneOptions) -> None:
                 raise TuneError(f"{flag}: applies to operator tuning only, not --job-type subgraph")
     if options.result_format not in ("v1", "v2"):
         raise TuneError(f"--result-format: {options.result_format!r} is not v1 or v2")
-    if options.budget is not None and not 1 <= options.budget <= MAX_BUDGET:
-        raise TuneError(f"--budget: must be between 1 and {MAX_BUDGET:,} measurements per operator")
-    if not 0 <= options.noise < 1:
-        raise TuneError("--noise: must be in [0, 1)")
-    if not 0 <= options.sim_delay_s <= 10:
-        raise TuneError("--sim-delay-ms: must be between 0 and 10000")
-    if not 1 <= options.run_loop <= 2048:
-        raise TuneError("--run-loop: must be between 1 and 2048 (AOE's RUN_LOOP range)")
+    for name, flag in OPTION_NAMES.items():
+        check_setting(name, getattr(options, name), flag)
     make_search(options.mode, 1, np.random.default_rng(0))  # an unknown mode fails here
+
 
 def read_tuning_result(path: Path | None) -> dict[str, dict[str, Any]]:
     if path is None:

@@ -149,3 +149,24 @@ def test_plan_names_the_nearest_known_keys_and_history_what_was_borrowed(
 
     assert f"{new[0]['nearest'][0]['repo_key']} of {first_task} (1.0) +{NEIGHBOURS - 1}" in history.stdout
     assert second["task_id"] in history.stdout
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--seed", "-1", "--seed: -1 is out of bounds: must be between 0 and"),
+    ("--budget", str(2**63), "--budget: 9223372036854775808 is out of bounds"),
+    ("--noise", "1.5", "--noise: 1.5 is out of bounds"),
+    ("--run-loop", "0", "--run-loop: 0 is out of bounds"),
+    ("--measure-timeout", "0", "--measure-timeout: 0 is out of bounds"),
+    ("--input-shape", "data_0:1," + "9" * 400, "--input-shape: 'data_0:1,999"),
+])
+def test_an_option_out_of_bounds_is_refused_before_the_bank_is_touched(
+        option: str, value: str, message: str, tmp_path: Path) -> None:
+    """Issue 29: `--seed -1` failed after the bank was made and task_started written."""
+    db = tmp_path / "b.db"
+    model = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "squeezenet.onnx")
+    result = CliRunner().invoke(app, ["tune", model, "--soc-version", "Ascend310", "--db", str(db),
+                                      option, value])
+    assert result.exit_code == 1, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert message in line, line
+    assert not db.exists()
