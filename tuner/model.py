@@ -21,6 +21,9 @@ DTYPE_NAMES = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "
                9: "bool", 10: "float16", 11: "float64", 16: "bfloat16"}
 
 
+MAX_DIM = 2**31 - 1
+"""The largest dimension ``--input-shape`` takes: no tensor of a real model comes near it, and
+beyond ONNX's int64 a dimension cannot even be stored."""
 MAX_MODEL_BYTES = 2 * 1024**3
 """The largest model file read: protobuf's own limit on one message (weights beyond it live in
 external data files)."""
@@ -75,12 +78,14 @@ def parse_input_shapes(text: str | None) -> dict[str, tuple[int, ...]]:
     for part in filter(None, (p.strip() for p in text.split(";"))):
         name, sep, dims = part.rpartition(":")
         try:
-            shape = tuple(int(d) for d in dims.split(","))
+            shape = tuple(int(d) for d in dims.split(",") if len(d.strip()) <= 20)
         except ValueError:
             shape = ()
-        if not sep or not name or not shape or min(shape) < 1:
+        if not sep or not name or not shape or len(shape) != len(dims.split(",")) or \
+                min(shape) < 1 or max(shape) > MAX_DIM:
             raise ModelError(
-                f"--input-shape: {part!r} is not NAME:D1,D2,... with positive dimensions"
+                f"--input-shape: {part[:80]!r} is not NAME:D1,D2,... with dimensions from 1 to "
+                f"{MAX_DIM:,}"
             )
         shapes[name] = shape
     return shapes
@@ -222,6 +227,11 @@ def _operators(proto: Any, path: Path) -> tuple[Operator, ...]:
                                  f"(model inputs: {fixable})")
             tensors.append(infos[tensor_name])
         n_in = len([t for t in node.input if t])
+        for n, tensor in enumerate(tensors):
+            if any(d < 0 for d in tensor.shape) or (n >= n_in and any(d == 0 for d in tensor.shape)):
+                raise ModelError(f"{path}: operator {name!a} ({node.op_type}): tensor "
+                                 f"{tensor.name!a} has shape {list(tensor.shape)}; every "
+                                 "dimension must be positive (a kernel larger than its input?)")
         attrs = {a.name: _attr_value(helper.get_attribute_value(a)) for a in node.attribute}
         operators.append(Operator(name=name, op_type=node.op_type, inputs=tuple(tensors[:n_in]),
                                   outputs=tuple(tensors[n_in:]), attrs=attrs, index=index))

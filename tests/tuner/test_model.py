@@ -80,3 +80,37 @@ def test_an_operator_whose_shape_stays_unknown(tmp_path: Path) -> None:
     with pytest.raises(ModelError, match=r"shape of 'r' \(operator rs, Reshape\) is unknown; .*"
                                          r"\(model inputs: x, s\)"):
         load_model(path)
+
+
+def _conv_model(path: Path, kernel: int) -> Path:
+    """A Conv whose kernel is ``kernel`` square over an 8x8 input: its output shape is negative
+    when the kernel is larger than the input (the weight is an input, so nothing is allocated)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="big_conv")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8]),
+         helper.make_tensor_value_info("w", TensorProto.FLOAT, [4, 3, kernel, kernel])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+def test_a_model_with_a_dimension_that_is_not_positive_is_refused_naming_the_operator(
+        tmp_path: Path) -> None:
+    """Issue 29: a kernel of 100000x100000 gave negative output shapes, then a `math domain
+    error` after 10 add events, or policies recorded for negative dimensions."""
+    path = _conv_model(tmp_path / "huge_kernel.onnx", 100_000)
+    with pytest.raises(ModelError, match=r"huge_kernel.onnx: operator 'big_conv' \(Conv\): tensor "
+                                         r"'y' has shape \[1, 4, -99991, -99991\]; every dimension "
+                                         r"must be positive"):
+        load_model(path)
+    assert load_model(_conv_model(tmp_path / "fits.onnx", 3)).operators[0].outputs[0].shape == \
+        (1, 4, 6, 6)
+
+
+@pytest.mark.parametrize("text", ["x:1," + "9" * 400, "x:1,2147483648", "x:0,3", "x:-1"])
+def test_input_shapes_beyond_any_real_dimension_are_refused(text: str) -> None:
+    with pytest.raises(ModelError, match="with dimensions from 1 to 2,147,483,647"):
+        parse_input_shapes(text)
