@@ -15,6 +15,7 @@ import random
 import shutil
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from freezegun import freeze_time
@@ -27,6 +28,7 @@ from bank.formats.jsonl import write_events
 from cli.main import app
 from fixtures.demo_bank import build
 from tests.hostile import (
+    HOSTILE_VALUES,
     dumps,
     fresh_copy,
     fuzz,
@@ -552,3 +554,95 @@ def test_a_read_only_bank_reads_and_refuses_writes_in_one_line(base_bank: Path) 
         assert run["code"] == 1, run
         (line,) = str(run["stderr"]).splitlines()
         assert "read-only for this user (it can be read, not changed)" in line, run
+
+
+# -- the doors of issue 29: plug-in answers, campaign files, model shapes -------------------------
+
+@fuzz(200)
+@given(answer=st.one_of(
+    HOSTILE_VALUES,
+    st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10**12)),
+             max_size=6),
+    st.builds(lambda n, v: np.full(n, v), st.integers(0, 6),
+              st.floats(allow_nan=True, allow_infinity=True)),
+    st.builds(lambda n: np.zeros((n, 2)), st.integers(0, 3)),
+    st.just(np.array(["1.0", "2.0", "3.0"])), st.just(np.array([object()] * 3))))
+def test_whatever_a_backend_answers_is_checked_times_or_one_refusal(answer: object) -> None:
+    """tuner/plugins.py's boundary: three candidates, any answer. Either three times, each a
+    plausible positive time or inf, or MeasurementFailed: never another exception, never a
+    bad value let through."""
+    from tuner.measure import MeasurementFailed
+    from tuner.plugins import MAX_US, MIN_US, checked_times
+
+    try:
+        times = checked_times(answer, 3, "backend 'x' measuring key 1 on Ascend310")
+    except MeasurementFailed as exc:
+        assert str(exc).startswith("backend 'x' measuring key 1 on Ascend310: returned")
+        return
+    assert times.dtype == np.float64 and times.shape == (3,)
+    assert all(t == np.inf or MIN_US <= t <= MAX_US for t in times)
+
+
+CAMPAIGN_TEXT = '''chips = ["Ascend310"]
+budget = 4
+seed = 1
+
+[[models]]
+path = "squeezenet.onnx"
+'''
+
+
+@fuzz(40)
+@given(field=st.sampled_from(["budget", "seed", "noise", "run_loop", "measure_timeout_s", "mode",
+                              "backend", "chips", "retune", "transfer"]),
+       value=st.one_of(st.integers(-(2**70), 2**70), st.floats(allow_nan=False),
+                       st.text(max_size=20), st.booleans(), st.lists(st.integers(), max_size=3)))
+def test_hostile_campaign_values(field: str, value: object, scratch: Path) -> None:
+    """Any value for any field of a campaign file: a tune, or one line naming the file and the
+    field, and no bank. (A tune that runs is kept short: budget and chips stay small.)"""
+    import uuid
+
+    folder = scratch / uuid.uuid4().hex[:12]
+    folder.mkdir()
+    shutil.copyfile(SQUEEZENET, folder / "squeezenet.onnx")
+    lines = [line for line in CAMPAIGN_TEXT.splitlines() if not line.startswith(f"{field} =")]
+    lines.insert(0, f"{field} = {json.dumps(value)}")
+    (folder / "c.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if field in ("budget", "run_loop") and isinstance(value, int) and not isinstance(value, bool) \
+            and value > 4:
+        return  # in bounds but long to run: the bounds themselves are tested above
+    bank = folder / "b.db"
+    result = runner.invoke(app, ["tune", "--campaign", str(folder / "c.toml"), "--db", str(bank),
+                                 "-q"])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    if result.exit_code != 0:
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith("bank: error: ") and "c.toml" in line, line
+        assert not bank.exists()
+
+
+@fuzz(40)
+@given(kernel=st.integers(1, 10**6), stride=st.integers(1, 64), pad=st.integers(0, 64),
+       size=st.integers(1, 64))
+def test_conv_shapes_are_positive_or_refused(kernel: int, stride: int, pad: int, size: int,
+                                             scratch: Path) -> None:
+    """A Conv of any kernel, stride and padding: loaded with every shape positive, or refused
+    naming the operator."""
+    import uuid
+
+    from tuner.model import ModelError, load_model
+
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="c", strides=[stride, stride],
+                          pads=[pad] * 4)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size]),
+         helper.make_tensor_value_info("w", TensorProto.FLOAT, [4, 3, kernel, kernel])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    path = scratch / f"{uuid.uuid4().hex[:12]}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    try:
+        model = load_model(path)
+    except ModelError as exc:
+        assert "operator 'c' (Conv)" in str(exc) or "shape inference failed" in str(exc), exc
+        return
+    assert all(d > 0 for op in model.operators for t in op.outputs for d in t.shape)

@@ -325,7 +325,7 @@ def test_a_budget_beyond_reason_is_refused_before_the_bank_is_touched(tmp_path: 
     db = tmp_path / "b.db"
     line = _refused("tune", str(model), "--soc-version", CHIP, "--budget", str(2**63 - 1),
                     "--db", str(db))
-    assert "--budget: must be between 1 and 100,000" in line
+    assert "--budget: 9223372036854775807 is out of bounds: must be between 1 and 100,000" in line
     assert not db.exists()
 
 
