@@ -74,9 +74,16 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
 
 
 def open_bank(db: str | None, *, create: bool = False) -> Bank:
-    """Open the bank the options name (see :meth:`bank.Bank.open`)."""
+    """Open the bank the options name (see :meth:`bank.Bank.open`); one opened to write first
+    loses the staging files of writes killed before they finished."""
     from bank import Bank
 
+    if create:
+        from bank.location import resolve
+
+        target = resolve(db).path
+        if target is not None:
+            _remove_stale_staging(target)
     return Bank.open(db, create=create)
 
 
@@ -99,6 +106,7 @@ def write_to_bank(db: str | None, work: Callable[[Bank], R]) -> R:
         with Bank.open(db, create=True) as bank:
             return work(bank)
     made = [folder for folder in (target.parent, *target.parent.parents) if not folder.exists()]
+    _remove_stale_staging(target)
     staging = target.with_name(f".{target.name}.{os.getpid()}.new")
     try:
         with Bank.open(str(staging), create=True) as bank:
@@ -116,6 +124,26 @@ def write_to_bank(db: str | None, work: Callable[[Bank], R]) -> R:
             for folder in made:  # innermost first
                 with suppress(OSError):
                     folder.rmdir()
+
+
+def _remove_stale_staging(target: Path) -> None:
+    """Remove the staging files of a write to ``target`` whose process is gone (killed with
+    SIGKILL, which no ``finally`` survives): ``.NAME.PID.new`` and its -wal and -shm."""
+    with suppress(OSError):
+        for leftover in target.parent.glob(f".{target.name}.*.new*"):
+            pid, _, rest = leftover.name.removeprefix(f".{target.name}.").partition(".")
+            if pid.isdigit() and rest in ("new", "new-wal", "new-shm") and not _alive(int(pid)):
+                leftover.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # no signal sent: only whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's, alive
+        return True
+    return True
 
 
 def check_socs(bank: Bank, names: Iterable[str | None], *, allow_unknown: bool = False) -> None:

@@ -66,14 +66,27 @@ def import_(
 
         resolve, model_name, model_hash = model_resolver(model, parse_input_shapes(input_shape))
     anchor = Anchor.parse(expect_head) if expect_head is not None else None
-    prepared = read_imports(paths, soc_version, resolve, model_name, model_hash,  # before the bank
-                            anchor)
 
     def work(bank: Any) -> Any:
         check_socs(bank, {e.soc_version for e in prepared.events}, allow_unknown=allow_unknown_soc)
-        return apply_import(bank, prepared)
+        return apply_import(bank, prepared), {t.soc_version for t in bank.tasks()}
 
-    report, known = write_to_bank(db, lambda bank: (work(bank), {t.soc_version for t in bank.tasks()}))
+    try:
+        prepared = read_imports(paths, soc_version, resolve, model_name, model_hash,  # before
+                                anchor)                                               # the bank
+        report, known = write_to_bank(db, work)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the transaction was rolled back
+        say("bank: interrupted; nothing was imported, the bank is as it was", err=True)
+        raise typer.Exit(130) from None
+    try:
+        _print_import(report, known, as_json)
+    except KeyboardInterrupt:
+        say(f"bank: interrupted after the import was written ({report.appended} event(s) "
+            "added)", err=True)
+        raise typer.Exit(130) from None
+
+
+def _print_import(report: Any, known: set[str], as_json: bool) -> None:
     if as_json:
         print_json(report.as_json())
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any
@@ -97,10 +98,17 @@ def _version(shown: bool) -> None:
 app = make_app()
 
 
+def _terminated(signum: int, frame: Any) -> None:
+    """SIGTERM ends a command as Ctrl-C does: its ``finally`` blocks run (a transaction rolls
+    back, temporary files and workers go) and it says in one line what became of its work."""
+    raise KeyboardInterrupt
+
+
 def run() -> None:
     """Console-script entry point: the app, with a quiet exit when the reader of stdout goes
     away (``bank events --json | head``)."""
     name = sys.argv[1] if len(sys.argv) > 1 else ""
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         # `bank NAME ...` runs an app of that one command: Typer builds every command's options
         # before it runs one, which was a third of a quick command's start-up

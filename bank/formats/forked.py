@@ -14,6 +14,7 @@ import contextlib
 import multiprocessing
 import os
 import queue
+import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -55,7 +56,7 @@ def stream_events_file(path: Path, expect: Anchor | None, info: EventsFileInfo) 
         return
     receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
     worker = multiprocessing.get_context("fork").Process(
-        target=_read, args=(path, expect, send), daemon=True)
+        target=_read, args=(path, expect, send, receive), daemon=True)
     worker.start()
     send.close()
     arrived: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=QUEUED)
@@ -98,8 +99,16 @@ def _drain(receive: Connection, arrived: queue.Queue[tuple[str, Any]]) -> None:
         arrived.put(("gone", None))
 
 
-def _read(path: Path, expect: Anchor | None, send: Connection) -> None:
-    """In the worker: read the file, sending its events on in batches, then what was found."""
+def _read(path: Path, expect: Anchor | None, send: Connection, receive: Connection) -> None:
+    """In the worker: read the file, sending its events on in batches, then what was found.
+
+    The worker dies with the importing process: it asks the kernel for SIGKILL when its parent
+    goes, and holds only the sending end of the pipe, so a parent gone without a word (SIGKILL)
+    breaks the pipe instead of leaving the worker blocked on it, the file and the bank open."""
+    receive.close()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the parent's terminate() ends it quietly
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent
+    _die_with_parent()                            # decides, and ends the worker
     info = EventsFileInfo()
     batch: list[_Row] = []
     try:
@@ -116,6 +125,16 @@ def _read(path: Path, expect: Anchor | None, send: Connection) -> None:
         send.send(("error", str(exc)))
     finally:
         send.close()
+
+
+def _die_with_parent() -> None:
+    """Linux's PR_SET_PDEATHSIG: this process gets SIGKILL when the one that forked it ends."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+    if os.getppid() == 1:  # the parent went before the request was made
+        os._exit(1)
 
 
 def _row(event: Event) -> _Row:
