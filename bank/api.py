@@ -6,6 +6,7 @@ import math
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -112,6 +113,7 @@ class Bank:
         if create:
             prepare_for_write(location)
         read_only = not create and location.path is not None and not writable(location.path)
+        made = create and location.path is not None and not location.path.exists()
         store = open_store(location.url, read_only=read_only, given=location.given)
         try:
             if create:
@@ -122,6 +124,11 @@ class Bank:
             return cls(store, location)
         except BaseException:
             store.close()
+            if made and location.path is not None:
+                # a bank this began and could not finish (a full disk) is no bank: no file of
+                # it may stay to be read as "an empty database" by every later command
+                for end in ("", "-wal", "-shm", "-journal"):
+                    Path(f"{location.path}{end}").unlink(missing_ok=True)
             raise
 
     @classmethod

@@ -19,6 +19,11 @@ class EventValidationError(BankError):
     """An event is malformed (unknown kind, missing field, bad payload)."""
 
 
+class WriteError(BankError):
+    """A file could not be written (a full disk, a folder that cannot be written); the file
+    was left as it was, and nothing of it stays behind."""
+
+
 class UnknownTaskError(BankError):
     """No task matches the id or prefix given."""
 

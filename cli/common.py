@@ -98,6 +98,7 @@ def write_to_bank(db: str | None, work: Callable[[Bank], R]) -> R:
     bank that exists, or a server's, is written as it is: its transaction undoes a failed write.
     """
     from bank import Bank
+    from bank.errors import BankError
     from bank.location import resolve
 
     location = resolve(db)
@@ -109,8 +110,11 @@ def write_to_bank(db: str | None, work: Callable[[Bank], R]) -> R:
     _remove_stale_staging(target)
     staging = target.with_name(f".{target.name}.{os.getpid()}.new")
     try:
-        with Bank.open(str(staging), create=True) as bank:
-            result = work(bank)
+        try:
+            with Bank.open(str(staging), create=True) as bank:
+                result = work(bank)
+        except BankError as exc:  # named as the user named it, not by its staging name
+            raise BankError(str(exc).replace(str(staging), str(target))) from None
         try:
             os.link(staging, target)  # never over a bank another process made meanwhile
         except OSError:  # made meanwhile by another process, or no hard links on this file

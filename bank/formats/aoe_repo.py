@@ -13,6 +13,7 @@ tunebank keeps what AOE's files cannot hold (the repo_key and the time) beside t
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections import defaultdict
@@ -24,7 +25,7 @@ from typing import Any
 
 import xxhash
 
-from bank.atomic import write_json_atomic, write_text_atomic
+from bank.atomic import write_texts_atomic
 from bank.canonical import canonical_json
 from bank.formats.jsontext import finite_number, read_json_file, shown
 from bank.formats.runtime_kb import (
@@ -314,14 +315,14 @@ def write_tree(out: Path, entries: Iterable[OutEntry], *, merge: bool = False,
                 times[bank_file(out, scope).parent][entry.digest] = \
                     {k: v for k, v in entry.times.items() if v is not None}
     old = {folder: _times(folder / TIMES_FILE, out) if merge else {} for folder in times}
-    written = []  # everything is read and checked: now the writing
-    for scope, lines in texts.items():
-        path = bank_file(out, scope)
-        write_text_atomic(path, "\n".join(lines) + "\n" if lines else "")
-        written.append(path)
+    files = {bank_file(out, scope): "\n".join(lines) + "\n" if lines else ""
+             for scope, lines in texts.items()}
+    written = sorted(files)
     for folder, table in times.items():
-        write_json_atomic(folder / TIMES_FILE, {"format": "tunebank-times", "version": 1,
-                                                "entries": {**old[folder], **table}})
+        files[folder / TIMES_FILE] = json.dumps(
+            {"format": "tunebank-times", "version": 1, "entries": {**old[folder], **table}},
+            indent=2, ensure_ascii=False) + "\n"
+    write_texts_atomic(files)  # every file or none: a full disk leaves no half-written tree
     return TreeWrite(sorted(written), sum(len(v) for v in by_file.values()), kept)
 
 
