@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from urllib.parse import quote
 
 from bank.errors import BankError
 from bank.location import resolve
+from bank.store.readonly import read_only_connection
 from bank.tasks import TaskView
 from bank.version import SCHEMA_VERSION
 
@@ -30,8 +30,8 @@ def quick_task(db: str | None, task_ref: str) -> TaskView | None:
     if location.path is None or not location.exists:
         return None
     try:
-        conn = sqlite3.connect(f"file:{quote(str(location.path))}?mode=ro", uri=True, timeout=5)
-    except sqlite3.Error:
+        conn = read_only_connection(str(location.path), timeout=5)  # leaves no file beside it
+    except (sqlite3.Error, OSError):
         return None
     try:
         version = conn.execute("SELECT value FROM bank_meta WHERE name = 'schema_version'").fetchone()

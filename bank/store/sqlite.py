@@ -13,10 +13,10 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import quote
 
 from bank.store.base import EventStore, Mode
 from bank.store.driver import Db
+from bank.store.readonly import read_only_connection
 
 BUSY_TIMEOUT_S = 30
 """How long SQLite waits for another writer's lock before refusing."""
@@ -60,7 +60,7 @@ class SQLiteStore(EventStore):
         if self.path is None:
             conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         elif self.read_only:
-            conn = _read_only(self.path)
+            conn = read_only_connection(self.path, BUSY_TIMEOUT_S)
         else:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                    check_same_thread=False)
@@ -145,17 +145,3 @@ class SQLiteStore(EventStore):
 
     def reindex(self) -> None:
         self._write(lambda db: db.run("REINDEX"))
-
-
-def _read_only(path: str) -> sqlite3.Connection:
-    """A read-only connection to an SQLite file: ``mode=ro``, or, where this user cannot create
-    the WAL's shared-memory file beside it, ``immutable=1``, which reads the file as it was
-    last checkpointed (all of it, for a bank tunebank closed)."""
-    base = f"file:{quote(path)}?mode=ro"
-    try:
-        conn = sqlite3.connect(base, uri=True, timeout=BUSY_TIMEOUT_S, check_same_thread=False)
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return conn
-    except sqlite3.OperationalError:
-        return sqlite3.connect(base + "&immutable=1", uri=True, timeout=BUSY_TIMEOUT_S,
-                               check_same_thread=False)
