@@ -71,6 +71,8 @@ class EventStore(ABC):
         self.url = url
         self.where = self.describe(given or url)
         self.read_only = read_only
+        self.read_only_reason = READ_ONLY
+        """What a write is told when ``read_only`` (a store may find itself read-only later)."""
         self._local = threading.local()
         self._open: list[Any] = []  # every connection opened, to close them all
         self._guard = threading.Lock()
@@ -225,7 +227,7 @@ class EventStore(ABC):
         """Run ``work`` in one write transaction, again from the start if the database refused it
         for a moment (see :data:`RETRY_DELAYS`); any other error, or the last refusal, is raised."""
         if self.read_only:
-            raise StoreError(f"bank {self.where}: {READ_ONLY}")
+            raise StoreError(f"bank {self.where}: {self.read_only_reason}")
         for attempt, delay in enumerate((*RETRY_DELAYS, None), 1):
             try:
                 with self.transaction("write") as db:

@@ -64,6 +64,12 @@ class SQLiteStore(EventStore):
         else:
             conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                    check_same_thread=False)
+            if _no_room_for_wal_index(conn):  # a full disk: it can still be read
+                conn.close()
+                conn = read_only_connection(self.path, BUSY_TIMEOUT_S)
+                self.read_only = True
+                self.read_only_reason = ("no room on its disk for SQLite's -shm file (a full "
+                                         "disk?): it can be read, not changed")
         conn.isolation_level = None  # transactions are begun by _begin, not by the driver
         conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         if self.path is not None and not self.read_only:
@@ -145,3 +151,17 @@ class SQLiteStore(EventStore):
 
     def reindex(self) -> None:
         self._write(lambda db: db.run("REINDEX"))
+
+
+def _no_room_for_wal_index(conn: sqlite3.Connection) -> bool:
+    """Whether the first read of a WAL bank fails because its -shm cannot be made or grown (a
+    full disk): then it is opened read-only, which needs no -shm where none is pending, so the
+    reading commands still work and every write says why it cannot be made."""
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as exc:
+        return "disk i/o error" in str(exc).lower()
+    except sqlite3.Error:  # not a database, and the like: the caller's own reads say so
+        return False
+    return False
+

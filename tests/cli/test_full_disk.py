@@ -108,3 +108,20 @@ def test_an_import_into_a_new_bank_on_a_full_disk_names_the_bank(full_disk: Path
     line = _refused("import", *files, "--soc-version", "Ascend310", "--db", str(db))
     assert str(db) in line and ".new" not in line, line
     assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
+
+
+def test_a_bank_on_a_full_disk_is_still_read_and_a_write_says_why_not(full_disk: Path) -> None:
+    db = full_disk / "b.db"
+    with freeze_time("2026-12-06 08:00:00"):
+        build(str(db))
+    _fill(full_disk)
+    for command in (["tasks"], ["query"], ["verify"]):
+        result = runner.invoke(app, [*command, "--db", str(db)])
+        assert result.exit_code == 0, result.output
+    source = Path(__file__).resolve().parents[2] / "fixtures" / "aoe"
+    result = runner.invoke(app, ["import", str(next(source.glob("*.json"))), "--soc-version",
+                                 "Ascend310", "--db", str(db)])
+    assert result.exit_code == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert line == f"bank: error: bank {db}: no room on its disk for SQLite's -shm file (a full " \
+                   "disk?): it can be read, not changed", line
