@@ -11,7 +11,8 @@ A backend is someone else's code. What it returns enters tunebank here and nowhe
   it answers (in the caller's thread: it is called for every move a search weighs);
 - whatever it raises, ``SystemExit`` and ``KeyboardInterrupt`` included, is the plug-in's failure:
   one :class:`~tuner.measure.MeasurementFailed` line naming the backend, the key and the chip;
-- a batch that takes longer than ``BackendSettings.timeout_s`` stops the tune the same way.
+- a batch that takes longer than ``BackendSettings.timeout_s`` stops the tune the same way
+  (tunebank's own ``sim``, plain NumPy in this process, is not timed).
 
 A refused answer stops the tune before anything of that key is recorded; the task stays
 unfinished, and ``--reload`` continues it.
@@ -84,13 +85,14 @@ def open_backend(name: str, settings: BackendSettings) -> MeasurementBackend:
     if not isinstance(version, str) or not version.strip() or len(version) > 100:
         raise BackendError(f"--backend: backend {name!r} declares no version (a text of at most "
                            "100 characters, recorded with every outcome)")
-    return GuardedBackend(name, backend, settings.timeout_s)
+    own = type(backend).__module__ == "tuner.sim"  # tunebank's model: numpy, it cannot hang
+    return GuardedBackend(name, backend, None if own else settings.timeout_s)
 
 
 class GuardedBackend(MeasurementBackend):
     """A plug-in's backend, its every answer checked (see the module's docstring)."""
 
-    def __init__(self, name: str, inner: MeasurementBackend, timeout_s: float) -> None:
+    def __init__(self, name: str, inner: MeasurementBackend, timeout_s: float | None) -> None:
         self.name = name  # the entry point's name: what the user chose, not what it claims
         self.version = inner.version
         self.noise = float(inner.noise) if _number(inner.noise) else 0.0
@@ -151,23 +153,38 @@ class GuardedBackend(MeasurementBackend):
 
     def _call(self, work: Callable[[], Any], doing: str,
               error: type[BackendError] = MeasurementFailed) -> Any:
-        """``work()`` in a thread of its own, waited on for at most ``timeout_s``; whatever it
-        raises, or its not answering in time, becomes ``error`` naming the backend."""
+        """``work()`` in a thread of its own, waited on for at most ``timeout_s`` (in this
+        thread when there is none: tunebank's own model, for which a thread per batch cost a
+        fifth of a tune's time); whatever it raises, or its not answering in time, becomes
+        ``error`` naming the backend."""
         answer: list[Any] = []
         failure: list[BaseException] = []
 
         def run() -> None:
             try:
                 answer.append(work())
-            except BaseException as exc:
+            except BaseException as exc:  # SystemExit too: the plug-in's failure
                 failure.append(exc)
 
+        if self.timeout_s is None:  # in this thread, where Ctrl-C is the user's, not a failure
+            try:
+                answer.append(work())
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # SystemExit too
+                failure.append(exc)
+            return self._answer(answer, failure, doing, error)
         worker = threading.Thread(target=run, name=f"backend-{self.name}", daemon=True)
         worker.start()
         worker.join(self.timeout_s)
         if worker.is_alive():  # a hung device: the thread is left behind, the tune is not
             raise error(f"backend '{self.name}' {doing}: no answer within {self.timeout_s:g} s "
                         "(--measure-timeout)")
+        return self._answer(answer, failure, doing, error)
+
+    def _answer(self, answer: list[Any], failure: list[BaseException], doing: str,
+                error: type[BackendError]) -> Any:
+        """What ``_call``'s work returned, or its failure as ``error``."""
         if failure:
             exc = failure[0]
             if isinstance(exc, BackendError):
