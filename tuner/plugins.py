@@ -129,7 +129,8 @@ class GuardedBackend(MeasurementBackend):
             raise BackendError(f"backend '{self.name}': fit_check() for {where} returned a "
                                f"{type(found).__name__}, not a tuner.search.FitCheck or None")
         knobs = len(key.space.knobs)
-        if not all(isinstance(k, int) and 0 <= k < knobs for k in found.knobs):
+        if not isinstance(found.knobs, frozenset | set | tuple | list) or \
+                not all(isinstance(k, int) and 0 <= k < knobs for k in found.knobs):
             raise BackendError(f"backend '{self.name}': fit_check() for {where} names knobs "
                                f"outside the key's {knobs}")
         return FitCheck(self._checked_fit(found.check, where), found.knobs)
@@ -139,7 +140,7 @@ class GuardedBackend(MeasurementBackend):
         def fits(candidates: np.ndarray) -> np.ndarray:
             try:  # called for every move a search weighs: in this thread, not timed
                 answer = check(candidates)
-            except (Exception, SystemExit, KeyboardInterrupt) as exc:
+            except (Exception, SystemExit) as exc:  # Ctrl-C here is the user's
                 raise MeasurementFailed(f"backend '{self.name}' failed checking the fit of "
                                         f"{where}: {type(exc).__name__}: {exc}") from None
             found = np.asarray(answer) if isinstance(answer, np.ndarray | list | tuple) else None
