@@ -111,8 +111,12 @@ def check_setting(name: str, value: Any, label: str) -> None:
         return
     if not low <= value <= high:
         shown = f"{value:.4g}" if isinstance(value, float) else str(value)[:40]
-        raise TuneError(f"{label}: {shown} is out of bounds: must be between {low:,g} and "
-                        f"{high:,g}{' ' + unit if unit else ''}")
+        raise TuneError(f"{label}: {shown} is out of bounds: must be between {_bound(low)} "
+                        f"and {_bound(high)}{' ' + unit if unit else ''}")
+
+
+def _bound(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
 
 
 def check_options(options: TuneOptions) -> None:
