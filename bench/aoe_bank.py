@@ -38,14 +38,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import orjson
 
-from bank import Bank
-from bank.exports import export_tree
-from bank.formats.aoe_repo import bank_files, read_tree
-from bank.imports import apply_import, read_imports
-from bank.store import bulk_job
-from bank.store.sqlite import CACHE_KIB
-from bank.tree_imports import tree_events
 from fixtures.aoe_banks import big_tree
+from tunebank.bank import Bank
+from tunebank.bank.exports import export_tree
+from tunebank.bank.formats.aoe_repo import bank_files, read_tree
+from tunebank.bank.imports import apply_import, read_imports
+from tunebank.bank.store import bulk_job
+from tunebank.bank.store.sqlite import CACHE_KIB
+from tunebank.bank.tree_imports import tree_events
 
 
 def _seconds(work: Any) -> tuple[float, Any]:

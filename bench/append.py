@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bank import Bank, EventKind, Outcome
+from tunebank.bank import Bank, EventKind, Outcome
 
 
 def outcomes(task: int, count: int) -> list[Outcome]:

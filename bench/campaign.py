@@ -21,11 +21,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bank import Bank
-from tuner.campaign import run_campaign
-from tuner.campaign_file import CampaignModel
-from tuner.executors import OnDask
-from tuner.options import TuneOptions
+from tunebank.bank import Bank
+from tunebank.tuner.campaign import run_campaign
+from tunebank.tuner.campaign_file import CampaignModel
+from tunebank.tuner.executors import OnDask
+from tunebank.tuner.options import TuneOptions
 
 MODELS = Path(__file__).resolve().parent.parent / "fixtures" / "models"
 CHIPS = ["Ascend310", "Ascend910B2", "Ascend310P3"]

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 def cli(*args: str) -> dict[str, Any]:
     """Run one `bank` command in this process; its exit code must be 0."""
-    from cli.main import app
+    from tunebank.cli.main import app
 
     try:
         app([*args], standalone_mode=False)
@@ -32,8 +32,8 @@ def cli(*args: str) -> dict[str, Any]:
 
 def record(db: str, count: str) -> dict[str, Any]:
     """The workload's outcomes recorded through the API, one batch per task."""
-    from bank import Bank
     from bench.workload import plan
+    from tunebank.bank import Bank
 
     tasks = list(plan(int(count)))
     Bank.open(db, create=True).close()  # made before the clock starts, as the baseline's table is
@@ -52,7 +52,7 @@ def lookup(db: str, count: str) -> dict[str, Any]:
     """The tuner's batched lookup of ``count`` keys (half known, half not) on one chip."""
     import sqlite3
 
-    from bank import Bank
+    from tunebank.bank import Bank
 
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         rows = conn.execute("SELECT repo_key, info_dict FROM policy WHERE soc_version = ? LIMIT ?",
@@ -78,7 +78,7 @@ def plain_lookup(db: str, keys_file: str) -> dict[str, Any]:
 
 def summary(db: str) -> dict[str, Any]:
     """One task's repo_summary through the API, the bank opened and closed."""
-    from bank import Bank
+    from tunebank.bank import Bank
 
     with Bank.open(db) as bank:
         task = bank.tasks()[len(bank.tasks()) // 2].task_id
@@ -118,8 +118,8 @@ def peak_mb() -> float:
 
 def main() -> None:
     job, *args = sys.argv[1:]
-    import bank.api  # noqa: F401 - imports are start-up, not the job
-    import cli.main  # noqa: F401
+    import tunebank.bank.api
+    import tunebank.cli.main  # noqa: F401
 
     started = time.perf_counter()
     result = JOBS[job](*args)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bank import Bank
 from tests.concurrency import ScenarioResult, run_scenario
 from tests.postgres import Cluster, server_bin
+from tunebank.bank import Bank
 
 
 def figures(db: str, result: ScenarioResult) -> dict[str, float]:

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from typer.testing import CliRunner
 
-from bank import Bank
-from cli.main import app
 from tests.crash import kill_tune_at
+from tunebank.bank import Bank
+from tunebank.cli.main import app
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = str(ROOT / "fixtures" / "models" / "squeezenet.onnx")

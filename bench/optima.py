@@ -23,9 +23,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tuner.costmodel import COST_MODEL_VERSION, CostModel  # noqa: E402
-from tuner.optimum import exact_optimum  # noqa: E402
-from tuner.plan import KeyGroup  # noqa: E402
+from tunebank.tuner.costmodel import COST_MODEL_VERSION, CostModel  # noqa: E402
+from tunebank.tuner.optimum import exact_optimum  # noqa: E402
+from tunebank.tuner.plan import KeyGroup  # noqa: E402
 
 CACHE = ROOT / "bench" / "optima.json"
 

@@ -63,7 +63,7 @@ def _schema(server_url: str) -> str:
     """A bank URL on a new, empty schema of the server."""
     import psycopg
 
-    from bank.store.postgres import conninfo
+    from tunebank.bank.store.postgres import conninfo
 
     name = f"bench_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(conninfo(server_url), autocommit=True) as conn:
@@ -75,8 +75,8 @@ def plain_copy_in(url: str, rows: list[tuple[Any, ...]]) -> float:
     """Seconds for psycopg to COPY ``rows`` into the events table in one transaction."""
     import psycopg
 
-    from bank.store.postgres import conninfo
-    from bank.store.statements import EVENT_COLUMNS
+    from tunebank.bank.store.postgres import conninfo
+    from tunebank.bank.store.statements import EVENT_COLUMNS
 
     with psycopg.connect(conninfo(url)) as conn:
         started = time.perf_counter()
@@ -92,8 +92,8 @@ def plain_copy_out(url: str) -> float:
     """Seconds for psycopg to read every events row, in seq order, through COPY TO STDOUT."""
     import psycopg
 
-    from bank.store.postgres import conninfo
-    from bank.store.statements import select_events
+    from tunebank.bank.store.postgres import conninfo
+    from tunebank.bank.store.statements import select_events
 
     with psycopg.connect(conninfo(url)) as conn:
         started = time.perf_counter()

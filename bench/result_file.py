@@ -18,15 +18,15 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import bank.atomic  # noqa: E402
-import tuner.flow as flow  # noqa: E402
-from bank import Bank  # noqa: E402
-from tuner.options import TuneOptions  # noqa: E402
+import tunebank.bank.atomic  # noqa: E402
+import tunebank.tuner.flow as flow  # noqa: E402
+from tunebank.bank import Bank  # noqa: E402
+from tunebank.tuner.options import TuneOptions  # noqa: E402
 
 
 def measure(model: Path, every_key: bool) -> dict[str, Any]:
     written = {"bytes": 0, "rewrites": 0}
-    real = bank.atomic.write_json_atomic
+    real = tunebank.bank.atomic.write_json_atomic
 
     def counting(path: Path, content: Any, pretty: bool = False) -> None:
         real(path, content, pretty=pretty)

@@ -18,10 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bank import Bank  # noqa: E402
 from fixtures.make_bert import write  # noqa: E402
-from tuner.flow import TuneReport, tune  # noqa: E402
-from tuner.options import TuneOptions  # noqa: E402
+from tunebank.bank import Bank  # noqa: E402
+from tunebank.tuner.flow import TuneReport, tune  # noqa: E402
+from tunebank.tuner.options import TuneOptions  # noqa: E402
 
 SHAPE = {"input_ids_embedded": (4, 128, 128)}
 

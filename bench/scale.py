@@ -22,10 +22,10 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
-from bank.events import GENESIS_HASH, StoredEvent  # noqa: E402
-from bank.formats.jsonl import event_line, header_line  # noqa: E402
-from bank.rows import event_values  # noqa: E402
 from bench.workload import events  # noqa: E402
+from tunebank.bank.events import GENESIS_HASH, StoredEvent  # noqa: E402
+from tunebank.bank.formats.jsonl import event_line, header_line  # noqa: E402
+from tunebank.bank.rows import event_values  # noqa: E402
 
 
 @dataclass
@@ -105,7 +105,7 @@ def events_schema() -> list[str]:
     """The DDL of tunebank's events table and its indexes, as a new bank holds them."""
     import tempfile
 
-    from bank import Bank
+    from tunebank.bank import Bank
 
     with tempfile.TemporaryDirectory() as folder:
         db = Path(folder) / "schema.db"
@@ -120,7 +120,7 @@ def plain_connect(target: Path | str, read_only: bool = False) -> sqlite3.Connec
     """A plain sqlite3 connection with the PRAGMAs a bank's own connection gets
     (bank/store/sqlite.py): its page cache, and synchronous=FULL where it writes. A baseline run
     with sqlite3's default 2 MiB cache against the bank's 64 MiB flattered neither side."""
-    from bank.store.sqlite import CACHE_KIB
+    from tunebank.bank.store.sqlite import CACHE_KIB
 
     conn = sqlite3.connect(f"file:{target}?mode=ro", uri=True) if read_only \
         else sqlite3.connect(target, isolation_level=None)

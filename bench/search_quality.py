@@ -42,19 +42,19 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bank import Bank  # noqa: E402
 from bench.optima import optima  # noqa: E402
 from fixtures.make_bert import write as write_bert  # noqa: E402
 from fixtures.model_versions import dilated  # noqa: E402
-from tuner.config import TuneSelection  # noqa: E402
-from tuner.costmodel import CostModel  # noqa: E402
-from tuner.flow import tune  # noqa: E402
-from tuner.model import load_model  # noqa: E402
-from tuner.options import TuneOptions  # noqa: E402
-from tuner.plan import KeyGroup, plan_tune  # noqa: E402
-from tuner.search import Evaluator, FitCheck, SearchError, make_search  # noqa: E402
-from tuner.socs import get_soc  # noqa: E402
-from tuner.transfer import Donors, start_from  # noqa: E402
+from tunebank.bank import Bank  # noqa: E402
+from tunebank.tuner.config import TuneSelection  # noqa: E402
+from tunebank.tuner.costmodel import CostModel  # noqa: E402
+from tunebank.tuner.flow import tune  # noqa: E402
+from tunebank.tuner.model import load_model  # noqa: E402
+from tunebank.tuner.options import TuneOptions  # noqa: E402
+from tunebank.tuner.plan import KeyGroup, plan_tune  # noqa: E402
+from tunebank.tuner.search import Evaluator, FitCheck, SearchError, make_search  # noqa: E402
+from tunebank.tuner.socs import get_soc  # noqa: E402
+from tunebank.tuner.transfer import Donors, start_from  # noqa: E402
 
 SOCS = ("Ascend910B2", "Ascend310P3")
 TRANSFER_SOC = "Ascend910B2"

@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.search_quality import Operator, geomean, suites, with_optima  # noqa: E402
-from tuner.search import Evaluator, GeneticSearch, Measure  # noqa: E402
-from tuner.space import SearchSpace  # noqa: E402
+from tunebank.tuner.search import Evaluator, GeneticSearch, Measure  # noqa: E402
+from tunebank.tuner.space import SearchSpace  # noqa: E402
 
 RIDGE = 1.0
 PICK = 4

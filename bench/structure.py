@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bank import Bank
-from bank.imports import apply_import, read_imports
 from bench.scale import write_events_file
+from tunebank.bank import Bank
+from tunebank.bank.imports import apply_import, read_imports
 
 
 def timed(work: object) -> float:

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bank import EventKind, Outcome
-from bank.events import Event, format_time
+from tunebank.bank import EventKind, Outcome
+from tunebank.bank.events import Event, format_time
 
 SOCS = ("Ascend910B2", "Ascend310P3")
 OPS_PER_TASK = 500

@@ -82,9 +82,9 @@ def writer_commands(events_file: Path) -> list[tuple[str, list[str]]]:
 def make_events_file(folder: Path) -> Path:
     """An events export of a small bank of its own (the demo bank), to import concurrently."""
     sys.path.insert(0, str(ROOT))
-    from bank import Bank
-    from bank.formats.jsonl import write_events
     from fixtures.demo_bank import build
+    from tunebank.bank import Bank
+    from tunebank.bank.formats.jsonl import write_events
 
     source = folder / "source.db"
     build(str(source))
@@ -160,7 +160,7 @@ class _StoreStats(logging.Handler):
 
 def _write(stats_file: Path, argv: list[str]) -> int:
     """Run one ``bank`` command in this process, then record the store's statistics."""
-    from cli.main import run
+    from tunebank.cli.main import run
 
     handler = _StoreStats()
     logger = logging.getLogger("tunebank.store")
@@ -183,8 +183,8 @@ def _write(stats_file: Path, argv: list[str]) -> int:
 def _read(db: str, stop: Path, out: Path) -> None:
     """Follow the log until ``stop`` exists: seqs must come 1, 2, 3... each linked to the one
     before; verify the whole bank on every pass."""
-    from bank import Bank, BankError
-    from bank.events import GENESIS_HASH
+    from tunebank.bank import Bank, BankError
+    from tunebank.bank.events import GENESIS_HASH
 
     seen, prev = 0, GENESIS_HASH
     passes = verifies = 0

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import settings
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from bank import Bank, EventKind, Outcome
 from tests import hostile
 from tests.postgres import Cluster, no_server_message, server_bin
 from tests.repo_guard import RepoSnapshot
+from tunebank.bank import Bank, EventKind, Outcome
 
 BACKENDS = ["sqlite-file", "sqlite-memory", "postgresql"]
 PG_ENV = "TUNEBANK_TEST_PG_URL"  # an existing server to use instead of starting one

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bank import Outcome
-    from tuner.flow import Reporter
-    from tuner.plan import KeyGroup
+    from tunebank.bank import Outcome
+    from tunebank.tuner.flow import Reporter
+    from tunebank.tuner.plan import KeyGroup
 
 
 def _killing_reporter(inner: Reporter, key: int, delay_s: float) -> Reporter:
-    from tuner.flow import Reporter
+    from tunebank.tuner.flow import Reporter
 
     def die() -> None:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -54,8 +54,8 @@ def _killing_reporter(inner: Reporter, key: int, delay_s: float) -> Reporter:
 def run_killed(args: list[str], key: int, delay_s: float) -> int:
     """Run ``bank ARGS`` in this process, to be killed as the module docstring says; return the
     exit code if the tune ended first. ``args`` must leave the progress bar on."""
-    from cli import tune_cmds
-    from cli.main import run
+    from tunebank.cli import tune_cmds
+    from tunebank.cli.main import run
 
     progress = tune_cmds._progress
     tune_cmds._progress = lambda: _killing_reporter(progress(), key, delay_s)  # type: ignore[assignment]

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner, Result
 
-from bank import Bank
-from cli.main import app
+from tunebank.bank import Bank
+from tunebank.cli.main import app
 
 runner = CliRunner()
 

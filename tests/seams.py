@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from bank import Bank
-from bank.imports import ImportReport, Resolver, apply_import, read_imports
-from bank.projection import Projection
+from tunebank.bank import Bank
+from tunebank.bank.imports import ImportReport, Resolver, apply_import, read_imports
+from tunebank.bank.projection import Projection
 
 _DROP_TRIGGERS = {
     "sqlite": ("DROP TRIGGER IF EXISTS events_refuse_update",

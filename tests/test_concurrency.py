@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bank import Bank
-from bank.formats.jsonl import read_events
 from tests.concurrency import ScenarioResult, run_scenario
+from tunebank.bank import Bank
+from tunebank.bank.formats.jsonl import read_events
 
 
 @pytest.fixture(params=["sqlite-file", "postgresql"])

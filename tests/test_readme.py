@@ -33,7 +33,7 @@ def test_main_job_runs_and_a_second_run_measures_nothing(tmp_path: Path) -> None
     main_job = readme_commands()[0].split(" && ", 1)[1]
     argv = shlex.split(main_job.replace("fixtures/", f"{ROOT}/fixtures/"))
     assert argv[0] == "bank"
-    command = [sys.executable, "-c", "from cli.main import run; run()", *argv[1:]]
+    command = [sys.executable, "-c", "from tunebank.cli.main import run; run()", *argv[1:]]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}  # this checkout, wherever the package is installed
     first = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
     assert first.returncode == 0, first.stderr

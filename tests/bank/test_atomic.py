@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bank.atomic import atomic_file, write_json_atomic, write_text_atomic
+from tunebank.bank.atomic import atomic_file, write_json_atomic, write_text_atomic
 
 
 def test_a_new_file_gets_what_the_umask_allows(tmp_path: Path) -> None:

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from bank import Bank, BankError
-from bank.diff import diff_policies, tree_policies
-from bank.exports import export_tree
-from bank.formats.aoe_repo import bank_files, read_tree
-from bank.merge import merge_into
 from fixtures.aoe_banks import Quirks, TreeSpec, entry, quirky_tree
 from tests.seams import import_paths
+from tunebank.bank import Bank, BankError
+from tunebank.bank.diff import diff_policies, tree_policies
+from tunebank.bank.exports import export_tree
+from tunebank.bank.formats.aoe_repo import bank_files, read_tree
+from tunebank.bank.merge import merge_into
 
 
 def _entries(path: Path) -> list[str]:

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bank import Bank, BankError
-from bank.formats.jsonl import Anchor
-from bank.verify import VerifyReport
-from cli.main import app
 from tests.conftest import oc
 from tests.seams import tamper
+from tunebank.bank import Bank, BankError
+from tunebank.bank.formats.jsonl import Anchor
+from tunebank.bank.verify import VerifyReport
+from tunebank.cli.main import app
 
 runner = CliRunner()
 INDEX = "ix_events_repo_key"

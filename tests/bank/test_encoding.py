@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bank.events import Event, EventKind, chain_hash, event_id_of
+from tunebank.bank.events import Event, EventKind, chain_hash, event_id_of
 
 text = st.text(min_size=1, max_size=12)  # any code point but lone surrogates: \x00, quotes, emoji
 maybe = st.none() | text
@@ -65,7 +65,7 @@ def test_canonical_json_is_json_dumps_with_the_canonical_options(value: object) 
     the reference's bytes or raises the reference's error."""
     import pytest
 
-    from bank.canonical import canonical_json
+    from tunebank.bank.canonical import canonical_json
 
     try:
         expected = _reference(value)
@@ -84,7 +84,7 @@ def test_types_orjson_knows_and_json_does_not_are_refused_as_json_refuses_them()
     import numpy as np
     import pytest
 
-    from bank.canonical import canonical_json
+    from tunebank.bank.canonical import canonical_json
 
     @dataclass
     class Point:
@@ -104,7 +104,7 @@ def test_types_orjson_knows_and_json_does_not_are_refused_as_json_refuses_them()
 def test_parse_json_reads_what_json_reads(value: object) -> None:
     import json
 
-    from bank.canonical import parse_json
+    from tunebank.bank.canonical import parse_json
 
     try:
         text = json.dumps(value)
@@ -117,7 +117,7 @@ def test_parse_json_reads_what_json_reads(value: object) -> None:
 def test_a_payload_that_contains_itself_is_a_validation_error() -> None:
     import pytest
 
-    from bank.errors import EventValidationError
+    from tunebank.bank.errors import EventValidationError
 
     loop: dict[str, object] = {}
     loop["self"] = loop

@@ -15,13 +15,13 @@ import pytest
 from freezegun import freeze_time
 from typer.testing import CliRunner
 
-from bank import Bank
-from bank.canonical import canonical_json
-from bank.events import GENESIS_HASH, chain_hash, event_id_of
-from bank.formats.jsonl import write_events
-from cli.main import app
 from fixtures.demo_bank import build
 from tests.conftest import oc
+from tunebank.bank import Bank
+from tunebank.bank.canonical import canonical_json
+from tunebank.bank.events import GENESIS_HASH, chain_hash, event_id_of
+from tunebank.bank.formats.jsonl import write_events
+from tunebank.cli.main import app
 
 runner = CliRunner()
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import bank.formats.forked as forked
-from bank import Bank
-from bank.formats.jsonl import EventFileError, EventsFileInfo, iter_events_file
-from cli.main import app
+import tunebank.bank.formats.forked as forked
 from tests.bank.test_streams import _events_file, _workload
 from tests.seams import stored_projection
+from tunebank.bank import Bank
+from tunebank.bank.formats.jsonl import EventFileError, EventsFileInfo, iter_events_file
+from tunebank.cli.main import app
 
 runner = CliRunner()
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from bank import Bank, BankError
-from bank.exports import export_tree
-from bank.formats.aoe_repo import entry_id, read_tree
-from bank.formats.csv_policies import write_policies
-from bank.formats.jsonl import write_events
 from tests.conftest import oc
 from tests.seams import import_paths
+from tunebank.bank import Bank, BankError
+from tunebank.bank.exports import export_tree
+from tunebank.bank.formats.aoe_repo import entry_id, read_tree
+from tunebank.bank.formats.csv_policies import write_policies
+from tunebank.bank.formats.jsonl import write_events
 
 
 def _filled(path: Path) -> Bank:
@@ -129,7 +129,7 @@ def test_csv_has_one_row_per_policy(tmp_path: Path) -> None:
 def test_a_v2_operators_field_error_names_where_the_field_sits(tmp_path: Path, field: str,
                                                                 value: object, message: str) -> None:
     """op_name and op_type sit beside tune_performance in the newer format, not inside it."""
-    from bank.formats.aoe_results import ImportFormatError, load_result_file
+    from tunebank.bank.formats.aoe_results import ImportFormatError, load_result_file
 
     source = Path(__file__).resolve().parents[2] / "fixtures" / "aoe" / \
         "aoe_result_opat_20240315_14300512_4713.json"

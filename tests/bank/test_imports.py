@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from bank import Bank, BankError
-from bank.exports import task_result
-from bank.formats.aoe_results import load_result_file
-from bank.imports import ImportSource, task_id_of
 from fixtures.make_aoe_files import FILES, write
 from tests.seams import import_paths
+from tunebank.bank import Bank, BankError
+from tunebank.bank.exports import task_result
+from tunebank.bank.formats.aoe_results import load_result_file
+from tunebank.bank.imports import ImportSource, task_id_of
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "aoe"
 
@@ -171,7 +171,7 @@ def test_ops_the_model_keys_alike_still_count_apart(bank: Bank) -> None:
 
     path = FIXTURES / V1
     (report,) = load_result_file(path)
-    from bank.imports import ImportSource, report_events
+    from tunebank.bank.imports import ImportSource, report_events
 
     events, unresolved = report_events(report, ImportSource("ab" * 32, "Ascend310"), same_key)
     bank.append(events)
@@ -182,7 +182,7 @@ def test_ops_the_model_keys_alike_still_count_apart(bank: Bank) -> None:
 
 def test_an_entry_without_times_is_listed_without_them(bank: Bank, tmp_path: Path) -> None:
     """A key imported with no time is still listed (the counts stay exact), its times left out."""
-    from bank import EventKind, Outcome
+    from tunebank.bank import EventKind, Outcome
 
     task = bank.start_task("Ascend310", tuning_name="tree", search_mode="ga")
     bank.record(task, [Outcome(EventKind.ADD, "7", op_name="Conv_1", op_type="Conv",

@@ -9,11 +9,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bank import Bank, Outcome, OutcomeRuleError, Projection
-from bank.events import StoredEvent
-from bank.projection import info_digest
 from tests.conftest import oc
 from tests.seams import stored_projection
+from tunebank.bank import Bank, Outcome, OutcomeRuleError, Projection
+from tunebank.bank.events import StoredEvent
+from tunebank.bank.projection import info_digest
 
 PATHS = ["add", "unsatisfied", "update", "reserved"]
 KEYS = [str(k) for k in range(6)]

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bank import Bank, BankLocationError
-from bank.location import resolve
+from tunebank.bank import Bank, BankLocationError
+from tunebank.bank.location import resolve
 
 
 def test_explicit_beats_environment(tmp_path: Path) -> None:
@@ -105,8 +105,8 @@ def test_a_new_bank_file_is_in_wal_mode_and_opening_one_changes_nothing(tmp_path
 @pytest.mark.parametrize("kind", ["sqlite-file", "postgresql"])
 def test_an_empty_database_points_to_bank_init(kind: str, tmp_path: Path,
                                                request: pytest.FixtureRequest) -> None:
-    from bank import Bank
-    from bank.errors import BankLocationError
+    from tunebank.bank import Bank
+    from tunebank.bank.errors import BankLocationError
 
     if kind == "sqlite-file":
         url = str(tmp_path / "empty.db")

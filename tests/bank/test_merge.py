@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -11,9 +12,9 @@ from freezegun import freeze_time
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bank import Bank, Outcome
-from bank.merge import merge_into
 from tests.conftest import oc
+from tunebank.bank import Bank, Outcome
+from tunebank.bank.merge import merge_into
 
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -115,7 +116,7 @@ def test_merge_says_what_changed_as_diff_predicts(a: Any, b: Any) -> None:
     """New keys are the keys only the source held, faster ones are those whose source policy
     was strictly faster, and ties (another policy of the same time winning by event id) are
     counted apart: they are the keys ``bank diff`` shows as the same time."""
-    from bank.diff import diff_policies
+    from tunebank.bank.diff import diff_policies
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -129,11 +130,16 @@ def test_merge_says_what_changed_as_diff_predicts(a: Any, b: Any) -> None:
             after = {p.key: p.event_id for p in target.policies()}
     assert report.new_keys == len(found.only_b)
     assert report.faster == sum(1 for c in found.changed if c.faster == "b")
-    tied = [c for c in found.changed if c.faster == "equal"]
-    same = {p.key for p in target_policies if p.key in {q.key for q in source_policies}}
+    # untimed keys (AOE's own entries, no measured time) are decided by the later record and
+    # counted apart (untimed_switched); ties are keys of the same measured time
+    timed = {p.key for p in target_policies if math.isfinite(p.best_us)}
+    tied = [c for c in found.changed if c.faster == "equal" and c.a.key in timed]
+    both = {p.key for p in target_policies if p.key in {q.key for q in source_policies}}
+    same = both & timed
     assert report.ties == len(tied) + sum(1 for k in same if theirs[k] != before[k]
                                           and k not in {c.a.key for c in found.changed})
-    assert report.ties_switched == sum(1 for k in same if after[k] != before[k]) - report.faster
+    switched = sum(1 for k in both if after[k] != before[k])
+    assert report.ties_switched + report.untimed_switched == switched - report.faster
     assert report.policies_changed == sum(1 for k, e in after.items() if before.get(k) != e)
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bank import Bank, BankError
-from bank.migrate import SchemaVersionError
-from bank.schema import SCHEMA_VERSION
-from cli.main import app
 from tests.conftest import oc
+from tunebank.bank import Bank, BankError
+from tunebank.bank.migrate import SchemaVersionError
+from tunebank.bank.schema import SCHEMA_VERSION
+from tunebank.cli.main import app
 
 SCHEMA2 = Path(__file__).resolve().parents[2] / "fixtures" / "banks" / "schema2.db"
 SCHEMA3 = SCHEMA2.with_name("schema3.db")

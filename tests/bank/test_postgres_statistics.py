@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from bank import Bank
-from bank.store import postgres
-from bank.store.postgres import ANALYZE_AFTER, CopyingDb
 from tests.conftest import oc
+from tunebank.bank import Bank
+from tunebank.bank.store import postgres
+from tunebank.bank.store.postgres import ANALYZE_AFTER, CopyingDb
 
 
 class Recorder:
@@ -81,7 +81,7 @@ def test_a_recording_that_grows_the_tables_analyses_them_in_its_transaction(
     transaction's own rows), and the bank is whole afterwards."""
     import psycopg
 
-    from bank.store.postgres import conninfo
+    from tunebank.bank.store.postgres import conninfo
 
     monkeypatch.setattr(postgres, "ANALYZE_AFTER", 500)
     with Bank.open(postgres_url, create=True) as bank:

@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bank import Bank
-from bank.quick import quick_task
 from tests.conftest import oc
+from tunebank.bank import Bank
+from tunebank.bank.quick import quick_task
 
 
 def _bank(tmp_path: Path) -> Path:
@@ -42,7 +42,7 @@ def test_it_steps_aside_when_unsure(tmp_path: Path) -> None:
 
 def test_bank_summary_starts_without_the_orm(tmp_path: Path) -> None:
     db = _bank(tmp_path)
-    probe = ("import sys; from cli.main import app\n"
+    probe = ("import sys; from tunebank.cli.main import app\n"
              f"app(['summary', 'abc1', '--db', {str(db)!r}], standalone_mode=False)\n"
              "print(sorted(m for m in ('sqlalchemy', 'sqlmodel') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from bank import Bank
-from bank.store.readonly import read_only_connection
 from fixtures.demo_bank import build
+from tunebank.bank import Bank
+from tunebank.bank.store.readonly import read_only_connection
 
 NOBODY = 65534
 

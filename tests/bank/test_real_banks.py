@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from freezegun import freeze_time
 
-from bank import Bank
-from bank.exports import export_tree
-from bank.formats.aoe_repo import bank_files, read_tree
 from tests.seams import import_paths
+from tunebank.bank import Bank
+from tunebank.bank.exports import export_tree
+from tunebank.bank.formats.aoe_repo import bank_files, read_tree
 
 _CANDIDATES = (Path(__file__).resolve().parents[3] / "shared" / "aoe-banks",
                Path("/work/shared/aoe-banks"))

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from bank import Bank
-from bank.formats.jsonl import write_events
-from bank.merge import merge_into
 from tests.seams import import_paths
+from tunebank.bank import Bank
+from tunebank.bank.formats.jsonl import write_events
+from tunebank.bank.merge import merge_into
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "aoe"
 NAMES = sorted(p.name for p in FIXTURES.glob("*.json"))
@@ -90,7 +90,7 @@ def test_a_renamed_bank_tree_adds_nothing_to_a_bank_that_holds_it(tmp_path: Path
         import_paths(bank, [FIXTURES / "aoe_result_opat_20240315143005123_4711.json"], "Ascend310")
     from typer.testing import CliRunner
 
-    from cli.main import app
+    from tunebank.cli.main import app
 
     out = tmp_path / "banks"
     result = CliRunner().invoke(app, ["export", "--format", "aoe-repo", "--out", str(out), "--db",

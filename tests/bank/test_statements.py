@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from bank import Bank
-from bank.schema import EventRow, PolicyRow, TaskRow
-from bank.store import statements
-from bank.store.create import MODELS, table_of
-from bank.store.driver import Db
 from tests.conftest import oc
+from tunebank.bank import Bank
+from tunebank.bank.schema import EventRow, PolicyRow, TaskRow
+from tunebank.bank.store import statements
+from tunebank.bank.store.create import MODELS, table_of
+from tunebank.bank.store.driver import Db
 
 _OF_TABLE = {table_of(model).name: model for model in MODELS}
 

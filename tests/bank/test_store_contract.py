@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bank import Bank, Event, EventKind, OutcomeRuleError, PolicyFilter, StoreError
-from bank.events import GENESIS_HASH, chain_hash
 from tests.conftest import backend_url, info, oc
 from tests.seams import run_sql, stored_projection
+from tunebank.bank import Bank, Event, EventKind, OutcomeRuleError, PolicyFilter, StoreError
+from tunebank.bank.events import GENESIS_HASH, chain_hash
 
 
 def finished_task(bank: Bank, outcomes: list, soc: str = "Ascend310") -> str:
@@ -245,8 +245,8 @@ class TestConcurrency:
 
 class TestSchemaVersion:
     def test_an_older_bank_is_refused_then_upgraded_in_place(self, bank: Bank) -> None:
-        from bank.migrate import upgrade
-        from bank.version import SCHEMA_VERSION, SchemaVersionError, check_version
+        from tunebank.bank.migrate import upgrade
+        from tunebank.bank.version import SCHEMA_VERSION, SchemaVersionError, check_version
 
         finished_task(bank, [oc("add", "1"), oc("unsatisfied", "2")])
         before = stored_projection(bank)

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from bank import Bank, StoreError
 from tests.conftest import oc
+from tunebank.bank import Bank, StoreError
 
 
 @pytest.fixture
 def impatient(monkeypatch: pytest.MonkeyPatch) -> None:
     """A busy timeout of 50 ms and short pauses, so the retries happen within a second."""
-    monkeypatch.setattr("bank.store.sqlite.BUSY_TIMEOUT_S", 0.05)
-    monkeypatch.setattr("bank.store.base.RETRY_DELAYS", (0.05, 0.1, 0.2, 0.4))
+    monkeypatch.setattr("tunebank.bank.store.sqlite.BUSY_TIMEOUT_S", 0.05)
+    monkeypatch.setattr("tunebank.bank.store.base.RETRY_DELAYS", (0.05, 0.1, 0.2, 0.4))
 
 
 def _hold_write_lock(path: Path) -> sqlite3.Connection:

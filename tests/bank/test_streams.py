@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bank import Bank
-from bank.errors import BankError, OutcomeRuleError
-from bank.events import Event
-from bank.formats.jsonl import write_events
-from cli.common import write_to_bank
-from cli.main import app
 from tests.conftest import oc
 from tests.seams import stored_projection
+from tunebank.bank import Bank
+from tunebank.bank.errors import BankError, OutcomeRuleError
+from tunebank.bank.events import Event
+from tunebank.bank.formats.jsonl import write_events
+from tunebank.cli.common import write_to_bank
+from tunebank.cli.main import app
 
 runner = CliRunner()
 
@@ -124,7 +124,7 @@ def test_a_bank_made_meanwhile_by_another_process_is_written_not_replaced(tmp_pa
 
 
 def test_an_unreadable_source_is_a_bank_error_not_a_traceback(tmp_path: Path) -> None:
-    from bank.formats.jsonl import iter_events_file
+    from tunebank.bank.formats.jsonl import iter_events_file
 
     with pytest.raises(BankError, match="cannot read"):
         list(iter_events_file(tmp_path / "missing.jsonl"))

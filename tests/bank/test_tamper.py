@@ -6,10 +6,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from bank import Bank
-from cli.main import app
 from tests.conftest import oc
 from tests.seams import tamper
+from tunebank.bank import Bank
+from tunebank.cli.main import app
 
 
 def _bank_with_history(path: Path) -> None:

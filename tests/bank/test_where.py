@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bank.where import WhereError, all_hold, parse_condition, parse_conditions
+from tunebank.bank.where import WhereError, all_hold, parse_condition, parse_conditions
 
 INFO = {"m": 8192, "ratio": 1.0, "bias_flag": False, "name": "x"}
 KNOWLEDGE = {"baseM": 256}

@@ -10,9 +10,9 @@ from pathlib import Path
 from freezegun import freeze_time
 from typer.testing import CliRunner
 
-from cli.main import app
 from fixtures.aoe_banks import quirky_tree
 from tests.hostile import refused_or_sound
+from tunebank.cli.main import app
 
 runner = CliRunner()
 

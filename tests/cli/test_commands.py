@@ -9,9 +9,9 @@ import pytest
 from freezegun import freeze_time
 from typer.testing import CliRunner
 
-from cli import main
-from cli.main import app, make_app
 from fixtures.demo_bank import build
+from tunebank.cli import main
+from tunebank.cli.main import app, make_app
 
 runner = CliRunner()
 COMMANDS = {info.name or info.callback.__name__: info for info in app.registered_commands
@@ -179,7 +179,7 @@ def test_usage_errors_are_one_line(args: list[str], message: str, tmp_path: Path
 
 
 def test_version_and_short_help() -> None:
-    from bank.version import tool_version
+    from tunebank.bank.version import tool_version
 
     version = runner.invoke(app, ["--version"])
     assert version.exit_code == 0 and version.stdout == f"bank (tunebank) {tool_version()}\n"
@@ -281,7 +281,7 @@ def test_history_and_events_take_limit_sort_and_csv(tuned_bank: str) -> None:
 
 
 def test_a_column_holding_a_fraction_shows_every_number_with_three_decimals() -> None:
-    from cli.common import _formatted
+    from tunebank.cli.common import _formatted
 
     rows = [[1, 8.0, 1200.0, None], [2, 7.8125, 47.0, "x"]]
     assert _formatted(rows, blank="-", escape=str) == [["1", "8.000", "1200", "-"], ["2", "7.812", "47", "x"]]

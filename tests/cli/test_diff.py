@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bank import Bank
-from bank.diff import diff_policies
-from cli.main import app
 from fixtures.model_versions import dilated
 from tests.conftest import oc
+from tunebank.bank import Bank
+from tunebank.bank.diff import diff_policies
+from tunebank.cli.main import app
 
 runner = CliRunner()
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"

@@ -17,8 +17,8 @@ import pytest
 from freezegun import freeze_time
 from typer.testing import CliRunner
 
-from cli.main import app
 from fixtures.demo_bank import build
+from tunebank.cli.main import app
 
 runner = CliRunner()
 

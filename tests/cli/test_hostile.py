@@ -23,9 +23,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
-from bank import Bank
-from bank.formats.jsonl import write_events
-from cli.main import app
 from fixtures.demo_bank import build
 from tests.hostile import (
     HOSTILE_VALUES,
@@ -39,6 +36,9 @@ from tests.hostile import (
     runner,
 )
 from tests.seams import import_paths
+from tunebank.bank import Bank
+from tunebank.bank.formats.jsonl import write_events
+from tunebank.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[2]
 AOE = ROOT / "fixtures" / "aoe"
@@ -248,7 +248,7 @@ def _door_input(door: str, name: str, folder: Path) -> list[str]:
         tree.mkdir(parents=True)
         _write(tree, f"{chip}_24_AiCore_MatMulV3_runtime_kb.json", (json.dumps(line) + "\n").encode())
         return ["import", str(folder / "tree")]
-    from bank.events import Event, EventKind, StoredEvent, format_time, utc_now
+    from tunebank.bank.events import Event, EventKind, StoredEvent, format_time, utc_now
 
     event = Event.of(EventKind.TASK_STARTED, name or "x", "t" * 16, format_time(utc_now()),
                      "bank:hostile", {"job_type": "opat", "tuning_name": "t"})
@@ -571,8 +571,8 @@ def test_whatever_a_backend_answers_is_checked_times_or_one_refusal(answer: obje
     """tuner/plugins.py's boundary: three candidates, any answer. Either three times, each a
     plausible positive time or inf, or MeasurementFailed: never another exception, never a
     bad value let through."""
-    from tuner.measure import MeasurementFailed
-    from tuner.plugins import MAX_US, MIN_US, checked_times
+    from tunebank.tuner.measure import MeasurementFailed
+    from tunebank.tuner.plugins import MAX_US, MIN_US, checked_times
 
     try:
         times = checked_times(answer, 3, "backend 'x' measuring key 1 on Ascend310")
@@ -630,7 +630,7 @@ def test_conv_shapes_are_positive_or_refused(kernel: int, stride: int, pad: int,
     naming the operator."""
     import uuid
 
-    from tuner.model import ModelError, load_model
+    from tunebank.tuner.model import ModelError, load_model
 
     graph = helper.make_graph(
         [helper.make_node("Conv", ["x", "w"], ["y"], name="c", strides=[stride, stride],

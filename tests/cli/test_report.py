@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
 from fixtures.demo_bank import build
 from tests.browser import Chromium, chromium_path
+from tunebank.cli.main import app
 
 runner = CliRunner()
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
@@ -32,7 +32,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
                                     "--db", db, "--budget", "16", "--progress-bar", "off", *args],
                               env={"ASCEND_WORK_PATH": str(folder)})
         assert tuned.exit_code == 0, tuned.output
-    out = folder / "report.html"
+    out = folder / "tunebank.report.html"
     result = runner.invoke(app, ["report", "--out", str(out), "--db", db])
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith(f"Report: {out} (")
@@ -40,7 +40,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
 
 
 def test_the_page_says_which_log_it_shows(report: tuple[Path, str]) -> None:
-    from bank import Bank
+    from tunebank.bank import Bank
 
     with Bank.open(report[1]) as bank:
         seq, link = bank.store.head()
@@ -167,7 +167,7 @@ def test_a_real_browser_renders_it_without_errors(report: tuple[Path, str], tmp_
     """At 1400 px: no table runs past its column, repo_summary, model times and the speed-up are
     in view (the rest folded until asked for), every bar has its row's label beside it, the
     charts use the page's width, and a chip with one task gets a short chart, not an empty frame."""
-    from report.html import TASK_COLUMNS, TASK_MORE
+    from tunebank.report.html import TASK_COLUMNS, TASK_MORE
 
     with Chromium(browser(), width=1400) as page:
         page.open(report[0])
@@ -234,8 +234,8 @@ def test_the_browser_check_sees_a_broken_page(tmp_path: Path) -> None:
 
 
 def test_a_big_bank_s_keys_are_thinned_and_the_page_says_so() -> None:
-    from report.gather import BankReport, ChipReport, KeyTimes
-    from report.html import MAX_POINTS, render
+    from tunebank.report.gather import BankReport, ChipReport, KeyTimes
+    from tunebank.report.html import MAX_POINTS, render
 
     keys = [KeyTimes(str(n), "Conv", 10.0 + n % 7, 5.0 + n % 5) for n in range(2 * MAX_POINTS + 1)]
     page = render(BankReport("b", 1, "0" * 64, (ChipReport("Ascend310", keys=keys),)), "now")

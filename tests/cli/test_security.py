@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from bank import Bank
-from cli.main import app
 from fixtures.aoe_banks import entry, quirky_tree
 from tests.hostile import refused_or_sound
+from tunebank.bank import Bank
+from tunebank.cli.main import app
 
 runner = CliRunner()
 CHIP = "Ascend910B2"
@@ -130,14 +130,14 @@ def test_a_result_file_chip_must_be_a_plain_name_even_when_unknown_chips_are_all
 
 
 def test_events_files_and_merges_refuse_a_chip_that_is_a_path(tmp_path: Path) -> None:
-    import bank.store.writes
-    import tuner.socs
+    import tunebank.bank.store.writes
+    import tunebank.tuner.socs
 
     hostile = str(tmp_path / "hostile.db")
     events = tmp_path / "hostile.jsonl"
     with pytest.MonkeyPatch.context() as patch:  # the bank a hostile colleague would build
-        patch.setattr(bank.store.writes, "check_chip", lambda *_: None)
-        patch.setattr(tuner.socs, "is_plain_name", lambda _: True)
+        patch.setattr(tunebank.bank.store.writes, "check_chip", lambda *_: None)
+        patch.setattr(tunebank.tuner.socs, "is_plain_name", lambda _: True)
         _ok("import", str(_result_file(tmp_path / "r.json")), "--soc-version", "/tmp/abs",
             "--allow-unknown-soc", "--db", hostile)
         _ok("export", "--format", "jsonl", "--out", str(events), "--db", hostile)
@@ -174,7 +174,7 @@ def test_csv_cells_never_start_a_formula_unless_raw(formula: str, tmp_path: Path
 
 
 def test_csv_keeps_negative_numbers_as_numbers(tmp_path: Path) -> None:
-    from cli.common import show_rows
+    from tunebank.cli.common import show_rows
 
     show_rows(["name", "delta"], [["-x", -2.5]], as_csv=True)  # prints to the captured stdout
     import contextlib
@@ -239,7 +239,7 @@ def test_a_password_is_never_printed(url: str, secret: str, tmp_path: Path) -> N
 
 
 def test_masked_hides_every_spelling_of_a_password() -> None:
-    from bank.location import masked
+    from tunebank.bank.location import masked
 
     assert masked("postgresql://u:pw@h:5/db") == "postgresql://u:***@h:5/db"
     assert masked("postgresql://u:a/b?c#d@h/db") == "postgresql://u:***@h/db"
@@ -311,7 +311,7 @@ def test_a_fifo_or_a_device_given_as_a_file_is_refused_at_once(door: str, tmp_pa
 
 
 def test_a_result_file_over_the_cap_is_refused_before_it_is_read(tmp_path: Path) -> None:
-    from bank.formats.jsontext import MAX_BYTES
+    from tunebank.bank.formats.jsontext import MAX_BYTES
 
     big = tmp_path / "huge.json"
     with big.open("wb") as handle:  # sparse: no disk, and a read of it would take 600 MiB

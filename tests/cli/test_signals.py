@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bank import Bank
 from bench.workload import events
+from tunebank.bank import Bank
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,7 +27,7 @@ def big_events(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with Bank.open(str(folder / "source.db"), create=True) as bank:
         bank.append_stream(lambda: events(40_000))
         with (folder / "big.jsonl").open("w", encoding="utf-8") as handle:
-            from bank.formats.jsonl import write_event_rows
+            from tunebank.bank.formats.jsonl import write_event_rows
 
             write_event_rows(handle, bank.event_rows(), bank.bank_id)
     return folder / "big.jsonl"
@@ -47,7 +47,7 @@ def _importers(marker: str) -> list[int]:
 
 
 def _start_import(source: Path, db: Path) -> subprocess.Popen[str]:
-    command = [sys.executable, "-c", "from cli.main import run; run()", "import", str(source),
+    command = [sys.executable, "-c", "from tunebank.cli.main import run; run()", "import", str(source),
                "--db", str(db)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -109,7 +109,7 @@ def test_a_sigkilled_imports_staging_files_go_with_the_next_write(big_events: Pa
     assert any(p.name.startswith(".new.db.") for p in tmp_path.iterdir())
     from typer.testing import CliRunner
 
-    from cli.main import app
+    from tunebank.cli.main import app
 
     result = CliRunner().invoke(app, ["init", "--db", str(db)])
     assert result.exit_code == 0, result.output

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
 from tests.hostile import refused_or_sound
+from tunebank.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT = ROOT / "fixtures" / "aoe" / "aoe_result_opat_20240315143005123_4711.json"

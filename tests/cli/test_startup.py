@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bank import Bank
 from tests.conftest import oc
+from tunebank.bank import Bank
 
 READING = [["tasks"], ["query"], ["query", "--at-seq", "3"], ["history", "--repo-key", "k"],
            ["events"], ["summary", "abc1"], ["verify"]]
@@ -29,7 +29,7 @@ def _bank(tmp_path: Path) -> Path:
 
 def _loaded_by(args: list[str], cwd: Path) -> list[str]:
     """Which of the heavy packages a command loaded (it runs in a fresh interpreter)."""
-    probe = ("import sys; from cli.main import app\n"
+    probe = ("import sys; from tunebank.cli.main import app\n"
              f"try:\n    app({args!r}, standalone_mode=False)\n"
              "except SystemExit:\n    pass\n"
              f"import json; print(json.dumps(sorted(m for m in {_HEAVY!r} if m in sys.modules)))")

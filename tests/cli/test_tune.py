@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from tunebank.cli.main import app
 
 runner = CliRunner()
 MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "vgg19.onnx")
@@ -63,8 +63,8 @@ def test_tune_prints_progress_and_closing_lines(tmp_path: Path, monkeypatch: pyt
 def test_on_a_terminal_the_bar_is_redrawn_in_place() -> None:
     import io
 
-    from bank import EventKind, Outcome
-    from cli.progress import TuneProgress
+    from tunebank.bank import EventKind, Outcome
+    from tunebank.cli.progress import TuneProgress
 
     out = io.StringIO()
     progress = TuneProgress(out, interactive=True)
@@ -145,7 +145,7 @@ def test_plan_names_the_nearest_known_keys_and_history_what_was_borrowed(
                                             "--json"]).stdout)
     history = runner.invoke(app, ["history", "--repo-key", new[0]["repo_key"], "--db", "b.db"])
     first_task = json.loads(first.stdout)["task_id"]
-    from tuner.transfer import NEIGHBOURS
+    from tunebank.tuner.transfer import NEIGHBOURS
 
     assert f"{new[0]['nearest'][0]['repo_key']} of {first_task} (1.0) +{NEIGHBOURS - 1}" in history.stdout
     assert second["task_id"] in history.stdout

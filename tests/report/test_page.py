@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 
-from bank.tasks import TaskView
-from report.gather import BankReport, ChipReport, model_versions
-from report.html import CHART_TASKS, TASK_COLUMNS, TASK_MORE, render
+from tunebank.bank.tasks import TaskView
+from tunebank.report.gather import BankReport, ChipReport, model_versions
+from tunebank.report.html import CHART_TASKS, TASK_COLUMNS, TASK_MORE, render
 
 
 def task(n: int, soc: str = "Ascend310", model: str | None = "net", model_hash: str | None = "h1",
@@ -83,7 +83,7 @@ def test_models_are_set_across_chips_only_when_there_are_several() -> None:
 
 
 def test_many_models_chart_those_tuned_last_and_the_table_lists_all() -> None:
-    from report.html import CHART_MODELS
+    from tunebank.report.html import CHART_MODELS
 
     tasks = [task(n, model=f"m{n:02d}", soc=("Ascend310", "Ascend910B2")[n % 2])
              for n in range(1, CHART_MODELS + 4)]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
+from tunebank.cli.main import app
 
 runner = CliRunner()
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from tests.tuner.conftest import BERT_SHAPE, MODELS
-from tuner.config import TuneSelection
-from tuner.costmodel import CostModel
-from tuner.model import load_model
-from tuner.plan import plan_tune
-from tuner.socs import SOCS, UnknownSocError, get_soc
-from tuner.space import matmul_space, space_for
-from tuner.workload import ConvWork, MatmulWork, VectorWork
+from tunebank.tuner.config import TuneSelection
+from tunebank.tuner.costmodel import CostModel
+from tunebank.tuner.model import load_model
+from tunebank.tuner.plan import plan_tune
+from tunebank.tuner.socs import SOCS, UnknownSocError, get_soc
+from tunebank.tuner.space import matmul_space, space_for
+from tunebank.tuner.workload import ConvWork, MatmulWork, VectorWork
 
 
 def _random(space, n: int, seed: int = 0) -> np.ndarray:  # type: ignore[no-untyped-def]

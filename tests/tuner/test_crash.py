@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from bank import Bank
-from cli.main import app
 from tests.crash import kill_tune_at
+from tunebank.bank import Bank
+from tunebank.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = str(ROOT / "fixtures" / "models" / "squeezenet.onnx")

@@ -14,22 +14,22 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cli.main import app
-from tuner.costmodel import COST_MODEL_VERSION
-from tuner.measure import BackendError, BackendSettings, KeyWork
-from tuner.plugins import ENTRY_POINTS, backend_names, open_backend
-from tuner.sim import SimBackend
-from tuner.socs import SOCS
-from tuner.space import vector_space
-from tuner.workload import VectorWork
+from tunebank.cli.main import app
+from tunebank.tuner.costmodel import COST_MODEL_VERSION
+from tunebank.tuner.measure import BackendError, BackendSettings, KeyWork
+from tunebank.tuner.plugins import ENTRY_POINTS, backend_names, open_backend
+from tunebank.tuner.sim import SimBackend
+from tunebank.tuner.socs import SOCS
+from tunebank.tuner.space import vector_space
+from tunebank.tuner.workload import VectorWork
 
 runner = CliRunner()
 MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "squeezenet.onnx")
 
 PLUG_IN = '''
 """A backend a team might ship: the sim model 1.5 times slower, on one chip only."""
-from tuner.measure import MeasurementBackend
-from tuner.sim import SimBackend
+from tunebank.tuner.measure import MeasurementBackend
+from tunebank.tuner.sim import SimBackend
 
 
 class Npu(MeasurementBackend):
@@ -150,7 +150,7 @@ def test_a_resumed_task_keeps_its_backend(plug_in: None, tmp_path: Path,
     args = ["tune", MODEL, "--soc-version", "Ascend310", "--db", "b.db", "--budget", "8"]
     started = runner.invoke(app, ["init", "--db", "b.db"])
     assert started.exit_code == 0
-    from bank import Bank
+    from tunebank.bank import Bank
 
     with Bank.open("b.db") as bank:  # a task the npu backend started, then was killed
         bank.start_task("Ascend310", tuning_name="t", model_name="squeezenet",
@@ -188,7 +188,7 @@ def test_a_backend_failing_mid_tune_is_one_line_and_what_it_recorded_stays(
     """A plug-in's own error (a lost device) stops the tune with one line naming the backend,
     the key and the chip; the keys measured before it stay, verify passes, and --reload
     finishes the task without measuring them again."""
-    from bank import Bank
+    from tunebank.bank import Bank
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TEAM_NPU_FLAKY", "1")
@@ -220,7 +220,7 @@ def test_a_backend_failing_on_a_dask_worker_is_the_same_one_line(
         plug_in: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The error comes back from the worker process that raised it as the same one line, and
     --reload finishes the task on a new cluster."""
-    from bank import Bank
+    from tunebank.bank import Bank
 
     pytest.importorskip("distributed")
     monkeypatch.chdir(tmp_path)
@@ -243,6 +243,6 @@ def test_a_backend_failing_on_a_dask_worker_is_the_same_one_line(
 
 
 def _model_hash() -> str:
-    from tuner.model import load_model
+    from tunebank.tuner.model import load_model
 
     return load_model(Path(MODEL), {}).sha256

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from bank import Bank
-from cli.main import app
-from tuner.plugins import ENTRY_POINTS
+from tunebank.bank import Bank
+from tunebank.cli.main import app
+from tunebank.tuner.plugins import ENTRY_POINTS
 
 runner = CliRunner()
 MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "squeezenet.onnx")
@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
-from tuner.measure import MeasurementBackend
-from tuner.sim import SimBackend
+from tunebank.tuner.measure import MeasurementBackend
+from tunebank.tuner.sim import SimBackend
 
 
 class Rogue(MeasurementBackend):
@@ -56,7 +56,7 @@ class Rogue(MeasurementBackend):
         if how == "fit-rubbish":
             return "fits"
         if how == "fit-answer-rubbish":
-            from tuner.search import FitCheck
+            from tunebank.tuner.search import FitCheck
             return FitCheck(lambda rows: "yes", frozenset({0}))
         return super().fit_check(key)
 

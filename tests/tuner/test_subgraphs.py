@@ -12,13 +12,13 @@ import onnx
 import pytest
 from typer.testing import CliRunner
 
-from bank import Bank
-from cli.main import app
 from fixtures.model_versions import dilated
-from tuner.costmodel import CostModel
-from tuner.model import load_model
-from tuner.socs import get_soc
-from tuner.subgraphs import partition, plan_subgraphs
+from tunebank.bank import Bank
+from tunebank.cli.main import app
+from tunebank.tuner.costmodel import CostModel
+from tunebank.tuner.model import load_model
+from tunebank.tuner.socs import get_soc
+from tunebank.tuner.subgraphs import partition, plan_subgraphs
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 RESNET, SQUEEZENET = MODELS / "resnet50.onnx", MODELS / "squeezenet.onnx"

@@ -1,0 +1,431 @@
+"""The bank as the tuner, the importers and the tests use it: open, record, look up, audit."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from tunebank.bank.canonical import canonical_json
+from tunebank.bank.errors import BankLocationError, OutcomeRuleError, UnknownTaskError
+from tunebank.bank.events import (
+    OUTCOME_KINDS,
+    Event,
+    EventKind,
+    StoredEvent,
+    format_time,
+    utc_now,
+)
+from tunebank.bank.location import BankLocation, prepare_for_write, resolve, writable
+from tunebank.bank.projection import Policy, PolicyKey, Projection
+from tunebank.bank.rows import values_to_policy
+from tunebank.bank.store import AppendResult, EventFilter, EventStore, PolicyFilter, StreamResult, open_store
+from tunebank.bank.tasks import TaskView
+from tunebank.bank.verify import RebuildReport, VerifyReport, rebuild, verify
+from tunebank.bank.version import check_version
+
+if TYPE_CHECKING:
+    from tunebank.bank.formats.jsonl import Anchor
+    from tunebank.bank.migrate import UpgradeReport
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One tuning outcome of one operator key, as the tuner or an importer reports it.
+
+    ``extra`` holds any further payload fields (cost-model version, measurements, ...).
+    """
+
+    kind: EventKind
+    repo_key: str
+    op_name: str | None = None
+    op_type: str | None = None
+    info_dict: dict[str, Any] = field(default_factory=dict)
+    knowledge: dict[str, Any] | None = None
+    performance_before_us: float | None = None
+    performance_after_us: float | None = None
+    tune_mode: str | None = None
+    reason: str | None = None
+    backend: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def payload(self) -> dict[str, Any]:
+        """The event payload: the named fields that are set, then ``extra``."""
+        named = {
+            "info_dict": self.info_dict,
+            "knowledge": self.knowledge,
+            "performance_before_us": self.performance_before_us,
+            "performance_after_us": self.performance_after_us,
+            "tune_mode": self.tune_mode,
+            "reason": self.reason,
+            "backend": self.backend,
+        }
+        return {**{k: v for k, v in named.items() if v is not None}, **self.extra}
+
+
+def _not_a_bank(store: EventStore, location: BankLocation) -> BankLocationError:
+    """What is wrong with a database that holds no bank: empty (``bank init`` makes one in
+    it), or holding other tables."""
+    with store.transaction() as db:
+        empty = not store.table_names(db)
+    if empty:
+        return BankLocationError(f"{location.describe()}: an empty database, not a bank yet; "
+                                 "`bank init` with the same --db makes one")
+    return BankLocationError(f"{location.describe()}: not a tunebank bank (no events table)")
+
+
+class Bank:
+    """A tuning knowledge bank: an event log and the projections derived from it.
+
+    Open one with :meth:`open`; use it as a context manager to release the database.
+    """
+
+    def __init__(self, store: EventStore, location: BankLocation) -> None:
+        self.store = store
+        self.location = location
+        self._socs: dict[str, str] = {}
+        self.bank_id = store.meta("bank_id") or "unknown"
+
+    # -- opening ------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, db: str | None = None, *, create: bool = False,
+             env: dict[str, str] | None = None) -> Bank:
+        """Open the bank at ``db`` (path or URL), else TUNEBANK_DB, else AOE's bank folder.
+
+        Args:
+            db: a file path or SQLAlchemy URL; ``None`` resolves from the environment.
+            create: make the bank if it does not exist (otherwise that is an error).
+            env: the environment to resolve from (defaults to ``os.environ``).
+
+        Raises:
+            BankLocationError: no bank there and ``create`` is false, or it cannot be created.
+        """
+        location = resolve(db, env)
+        if not location.exists and not create:
+            raise BankLocationError(
+                f"no bank at {location.describe()}; `bank init` creates one"
+            )
+        if create:
+            prepare_for_write(location)
+        read_only = not create and location.path is not None and not writable(location.path)
+        made = create and location.path is not None and not location.path.exists()
+        store = open_store(location.url, read_only=read_only, given=location.given)
+        try:
+            if create:
+                store.initialise(bank_id=uuid.uuid4().hex[:16])
+            elif not store.is_initialised():
+                raise _not_a_bank(store, location)
+            check_version(store.schema_version(), location.describe())
+            return cls(store, location)
+        except BaseException:
+            store.close()
+            if made and location.path is not None:
+                # a bank this began and could not finish (a full disk) is no bank: no file of
+                # it may stay to be read as "an empty database" by every later command
+                for end in ("", "-wal", "-shm", "-journal"):
+                    Path(f"{location.path}{end}").unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def upgrade(cls, db: str | None = None, *, env: dict[str, str] | None = None) -> UpgradeReport:
+        """Bring the bank at ``db`` to this tunebank's schema version (see :mod:`bank.migrate`).
+
+        Raises:
+            BankLocationError: there is no bank there.
+            SchemaVersionError: the bank is newer than this tunebank.
+        """
+        from tunebank.bank.migrate import upgrade  # the tables' DDL: SQLModel is loaded only here
+
+        location = resolve(db, env)
+        if not location.exists:
+            raise BankLocationError(f"no bank at {location.describe()}")
+        prepare_for_write(location)
+        store = open_store(location.url, given=location.given)
+        try:
+            if not store.is_initialised():
+                raise _not_a_bank(store, location)
+            return upgrade(store, location.describe())
+        finally:
+            store.close()
+
+    def close(self) -> None:
+        """Release the database."""
+        self.store.close()
+
+    def __enter__(self) -> Bank:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    @property
+    def origin(self) -> str:
+        """The origin stamped on events made in this bank."""
+        return f"bank:{self.bank_id}"
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def append(self, events: Sequence[Event]) -> AppendResult:
+        """Append prepared events in one transaction (see :meth:`EventStore.append`)."""
+        return self.store.append(events)
+
+    def append_stream(self, make_events: Callable[[], Iterable[Event]]) -> StreamResult:
+        """Append a stream of events of any length in one transaction, with flat memory (see
+        :meth:`EventStore.append_stream`)."""
+        return self.store.append_stream(make_events)
+
+    def start_task(self, soc_version: str, *, tuning_name: str, model_name: str | None = None,
+                   model_hash: str | None = None, job_type: str = "opat",
+                   search_mode: str | None = None, task_id: str | None = None,
+                   extra: dict[str, Any] | None = None) -> str:
+        """Record a ``task_started`` event and return the new task's id."""
+        task_id = task_id or uuid.uuid4().hex[:16]
+        payload = {"tuning_name": tuning_name, "model_name": model_name, "model_hash": model_hash,
+                   "job_type": job_type, "search_mode": search_mode, **(extra or {})}
+        self.append([self._event(EventKind.TASK_STARTED, soc_version, task_id,
+                                 {k: v for k, v in payload.items() if v is not None})])
+        self._socs[task_id] = soc_version
+        return task_id
+
+    def outcome_events(self, task_id: str, outcomes: Iterable[Outcome]) -> list[Event]:
+        """The events that would record ``outcomes`` in ``task_id`` (nothing is written)."""
+        soc = self._soc_of(task_id)
+        events = []
+        for outcome in outcomes:
+            kind = EventKind(outcome.kind)
+            if kind not in OUTCOME_KINDS:
+                raise OutcomeRuleError(f"{kind} is not an outcome kind")
+            events.append(self._event(kind, soc, task_id, outcome.payload(), outcome.repo_key,
+                                      outcome.op_name, outcome.op_type))
+        return events
+
+    def record(self, task_id: str, outcomes: Iterable[Outcome]) -> AppendResult:
+        """Record outcomes of a running task, all or nothing.
+
+        Raises:
+            OutcomeRuleError: an outcome breaks the rules; nothing is written.
+        """
+        return self.append(self.outcome_events(task_id, outcomes))
+
+    def finish_task(self, task_id: str, *, status: str = "successful",
+                    tuning_time_s: float | None = None, model_baseline_ms: float | None = None,
+                    model_result_ms: float | None = None,
+                    failed_operators: Sequence[str] = ()) -> AppendResult:
+        """Record ``task_finished``; refused while a hit waits for its update or reserved."""
+        payload: dict[str, Any] = {"status": status, "tuning_time_s": tuning_time_s,
+                                   "model_baseline_ms": model_baseline_ms,
+                                   "model_result_ms": model_result_ms,
+                                   "failed_operators": list(failed_operators)}
+        event = self._event(EventKind.TASK_FINISHED, self._soc_of(task_id), task_id,
+                            {k: v for k, v in payload.items() if v is not None})
+        return self.append([event])
+
+    def _event(self, kind: EventKind, soc: str, task_id: str, payload: dict[str, Any],
+               repo_key: str | None = None, op_name: str | None = None,
+               op_type: str | None = None) -> Event:
+        return Event.of(kind, soc, task_id, format_time(utc_now()), self.origin, payload, repo_key,
+                        op_name, op_type)
+
+    def _soc_of(self, task_id: str) -> str:
+        if task_id not in self._socs:
+            self._socs[task_id] = self.task(task_id, exact=True).soc_version
+        return self._socs[task_id]
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def lookup(self, soc_version: str,
+               operators: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, Policy]:
+        """The stored policy of each (repo_key, info_dict) that the bank knows, in one query.
+
+        A stored entry is returned only when its info_dict equals the one asked for, so a
+        repo_key collision never hands one operator another's policy.
+        """
+        wanted = {key: info for key, info in operators}
+        found = {}
+        for row in self.store.policy_rows_for_keys(soc_version, list(wanted)):
+            key, stored_info = row[1], row[4]
+            info = wanted[key]
+            if stored_info == canonical_json(info or {}):  # equal dicts, equal text: undecoded
+                found[key] = values_to_policy(row, info_dict=dict(info or {}))
+        return found
+
+    def searched_without_gain(self, soc_version: str,
+                              operators: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, float | None]:
+        """The keys whose search already ended ``unsatisfied`` for lack of gain, in one query,
+        with the default policy's time that search measured.
+
+        Such a key has no policy, but the log says searching it found nothing better than the
+        default, so a plain re-tune need not measure it again.
+        """
+        wanted = dict(operators)
+        found: dict[str, float | None] = {}
+        for stored in self.store.outcomes_for_keys(soc_version, EventKind.UNSATISFIED, list(wanted)):
+            payload = stored.event.payload
+            key = stored.event.repo_key
+            if key in wanted and payload.get("reason") == "no_gain" \
+                    and payload.get("info_dict") == wanted[key]:
+                found[key] = payload.get("performance_before_us")
+        return found
+
+    def task(self, task_ref: str, *, exact: bool = False) -> TaskView:
+        """The task with id ``task_ref``, or the one task whose id starts with it.
+
+        Raises:
+            UnknownTaskError: no task, or several, match.
+        """
+        matches = self.store.tasks_by_prefix(task_ref)
+        exact_match = [t for t in matches if t.task_id == task_ref]
+        if exact_match:
+            return exact_match[0]
+        if exact or not matches:
+            raise UnknownTaskError(f"task {task_ref!r}: no such task (see `bank tasks`)")
+        if len(matches) > 1:
+            names = ", ".join(sorted(t.task_id for t in matches)[:5])
+            raise UnknownTaskError(f"task {task_ref!r}: ambiguous, matches {names}")
+        return matches[0]
+
+    def summary(self, task_ref: str) -> dict[str, int]:
+        """The task's repo_summary, under AOE's six field names."""
+        return self.task(task_ref).repo_summary()
+
+    def tasks(self) -> list[TaskView]:
+        """Every task, oldest first."""
+        return self.store.tasks()
+
+    def policies(self, where: PolicyFilter | None = None, *, at_seq: int | None = None,
+                 as_of: str | None = None) -> list[Policy]:
+        """The current policies, or with ``at_seq``/``as_of`` the policies as they were then.
+
+        Time travel folds the log's add and update events up to that seq (or recorded_at time)
+        afresh, so it needs no stored history of the projection.
+        """
+        where = where or PolicyFilter()
+        if at_seq is None and as_of is None:
+            return self.store.policies(where)
+        events = self.store.iter_events(EventFilter(
+            until_seq=at_seq, until_time=as_of, kinds=(EventKind.ADD, EventKind.UPDATE),
+            soc_version=where.soc_version, op_type=where.op_type, repo_key=where.repo_key))
+        projection = Projection()
+        for stored in events:
+            projection.offer_policy(stored)
+        chosen = [p for p in projection.policies.values()
+                  if where.backend in (None, p.backend)
+                  and where.cost_model_version in (None, p.cost_model_version)]
+        return sorted(chosen, key=lambda p: (p.soc_version, p.op_type or "", p.repo_key))
+
+    def history(self, *, repo_key: str | None = None, op_name: str | None = None,
+                op_type: str | None = None, soc_version: str | None = None) -> list[StoredEvent]:
+        """Every outcome event of a key, an op name or an op type, oldest first."""
+        where = EventFilter(repo_key=repo_key, op_name=op_name, op_type=op_type,
+                            soc_version=soc_version, kinds=tuple(str(k) for k in OUTCOME_KINDS))
+        return list(self.store.iter_events(where))
+
+    def events(self, since: int = 0, until: int | None = None) -> Iterator[StoredEvent]:
+        """The raw log after seq ``since``, streamed oldest first."""
+        return self.store.iter_events(EventFilter(since_seq=since, until_seq=until))
+
+    def task_events(self, task_id: str) -> list[StoredEvent]:
+        """Every event of one task, oldest first."""
+        return list(self.store.iter_events(EventFilter(task_id=task_id)))
+
+    def event_rows(self) -> Iterator[tuple[Any, ...]]:
+        """The whole log as stored rows (the events table's columns), oldest first, nothing
+        decoded: what an export writes."""
+        return self.store.iter_event_rows()
+
+    def policy_count(self) -> int:
+        """How many policies the bank holds (one query, nothing decoded)."""
+        return self.store.policy_count()
+
+    def policy_times(self, soc_version: str | None = None) -> Iterator[tuple[str, str, str | None, float]]:
+        """(soc_version, repo_key, op_type, best_us) of every policy (of one chip), nothing
+        else decoded."""
+        return self.store.policy_times(soc_version)
+
+    def policy_refs(self) -> dict[PolicyKey, tuple[str, float]]:
+        """Every policy's key with its event id and best time: what a merge compares."""
+        return self.store.policy_refs()
+
+    def policy_payloads(self) -> list[tuple[str, str, str | None, dict[str, Any]]]:
+        """(soc_version, repo_key, op_type, payload) of every policy's winning event, in seq
+        order (one query): what an export that needs more than the policy (an AOE entry's own
+        fields) reads."""
+        return self.store.policy_payloads()
+
+    def policies_by_key(self, keys: Sequence[PolicyKey]) -> dict[PolicyKey, Policy]:
+        """The policies of ``keys`` the bank holds."""
+        return self.store.policies_by_key(keys)
+
+    def events_by_id(self, event_ids: Sequence[str]) -> list[StoredEvent]:
+        """The events of ``event_ids`` the log holds."""
+        return self.store.events_by_id(event_ids)
+
+    def head(self) -> int:
+        """The seq of the last event (0 for an empty bank)."""
+        return self.store.head()[0]
+
+    # -- auditing -----------------------------------------------------------------------------
+
+    def verify(self, anchor: Anchor | None = None) -> VerifyReport:
+        """Check the database, the log and the projections, and with ``anchor`` that the log
+        passes through a link recorded elsewhere (see :func:`bank.verify.verify`)."""
+        return verify(self.store, anchor)
+
+    def rebuild(self, *, force: bool = False, reindex: bool = False) -> RebuildReport:
+        """Re-derive every projection from a log that verifies (any log with ``force``), after a
+        REINDEX with ``reindex`` (see :func:`bank.verify.rebuild`).
+
+        Raises:
+            BankError: verify finds the log broken and ``force`` is not given.
+        """
+        return rebuild(self.store, force=force, reindex=reindex)
+
+
+def policy_json(policy: Policy) -> dict[str, Any]:
+    """A JSON-ready view of one policy."""
+    return {
+        "soc_version": policy.soc_version,
+        "repo_key": policy.repo_key,
+        "op_type": policy.op_type,
+        "best_us": policy.best_us if math.isfinite(policy.best_us) else None,
+        "info_dict": policy.info_dict,
+        "knowledge": policy.knowledge,
+        "tune_mode": policy.tune_mode,
+        "backend": policy.backend,
+        "cost_model_version": policy.cost_model_version,
+        "task_id": policy.task_id,
+        "seq": policy.seq,
+        "event_id": policy.event_id,
+        "origin": policy.origin,
+    }
+
+
+def task_json(task: TaskView) -> dict[str, Any]:
+    """A JSON-ready view of one task, its repo_summary under AOE's names."""
+    return {
+        "task_id": task.task_id,
+        "soc_version": task.soc_version,
+        "tuning_name": task.tuning_name,
+        "model_name": task.model_name,
+        "model_hash": task.model_hash,
+        "job_type": task.job_type,
+        "search_mode": task.search_mode,
+        "status": task.status,
+        "started_at": task.started_at,
+        "finished_at": task.finished_at,
+        "tuning_time_s": task.tuning_time_s,
+        "model_baseline_ms": task.model_baseline_ms,
+        "model_result_ms": task.model_result_ms,
+        "failed_operators": list(task.failed_operators),
+        "origin": task.origin,
+        "repo_summary": task.repo_summary(),
+    }
+
+
+__all__ = ["Bank", "Outcome", "policy_json", "task_json"]

@@ -1,0 +1,364 @@
+"""The event: the one thing the bank stores. Everything else is derived from a sequence of these.
+
+An :class:`Event` is what a caller proposes; its ``event_id`` is derived from its content, so the
+same event appended twice is recognised and skipped. A :class:`StoredEvent` is an event the log
+accepted: it has a position (``seq``) and a place in the hash chain.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from functools import cached_property
+from json.encoder import encode_basestring
+from typing import Any
+
+from tunebank.bank.canonical import canonical_json, parse_json, sha256_hex
+from tunebank.bank.errors import EventValidationError
+from tunebank.bank.formats.jsontext import finite_number, shown
+
+GENESIS_HASH = "0" * 64
+
+
+class EventKind(StrEnum):
+    """Every kind of event the log holds."""
+
+    TASK_STARTED = "task_started"
+    HIT = "hit"
+    ADD = "add"
+    UPDATE = "update"
+    RESERVED = "reserved"
+    UNSATISFIED = "unsatisfied"
+    TASK_FINISHED = "task_finished"
+
+
+OUTCOME_KINDS = frozenset(
+    {EventKind.HIT, EventKind.ADD, EventKind.UPDATE, EventKind.RESERVED, EventKind.UNSATISFIED}
+)
+POLICY_KINDS = frozenset({EventKind.ADD, EventKind.UPDATE})
+TUNE_MODES = ("Format", "Schedule", "Impl")
+TASK_STATUSES = ("successful", "failed")
+
+
+def utc_now() -> datetime:
+    """The current time in UTC (a single place so tests can freeze it)."""
+    return datetime.now(UTC)
+
+
+def format_time(moment: datetime) -> str:
+    """Render a time as the log stores it: ISO 8601 in UTC with microseconds and a ``Z``."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    text = moment.astimezone(UTC).isoformat(timespec="microseconds")  # a quarter of strftime's cost
+    return text.removesuffix("+00:00") + "Z"
+
+
+def parse_time(text: str) -> datetime:
+    """Parse a time given by a user or stored in the log; naive times are taken as UTC.
+
+    Raises:
+        ValueError: ``text`` is not an ISO 8601 date or time.
+    """
+    moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+@dataclass(frozen=True)
+class Event:
+    """A proposed event: its content, and an ``event_id`` derived from that content.
+
+    ``repo_key`` and ``op_name`` are ``None`` for task events; ``payload`` is any JSON object.
+    """
+
+    kind: EventKind
+    soc_version: str
+    task_id: str
+    recorded_at: str
+    origin: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    repo_key: str | None = None
+    op_name: str | None = None
+    op_type: str | None = None
+
+    def __post_init__(self) -> None:
+        _validate(self)
+        try:
+            self.payload_json  # noqa: B018 - computing it (and caching it) is the check
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise EventValidationError(f"{self.kind} event: payload is not JSON-serialisable "
+                                       f"({exc})") from exc
+
+    @classmethod
+    def of(cls, kind: EventKind, soc_version: str, task_id: str, recorded_at: str, origin: str,
+           payload: Mapping[str, Any], repo_key: str | None = None, op_name: str | None = None,
+           op_type: str | None = None) -> Event:
+        """``Event(...)`` by position, for the paths that make events by the thousand: the same
+        checks, without the frozen dataclass's per-field ``__setattr__``.
+
+        Raises:
+            EventValidationError: a field is missing or wrong, or the payload is not JSON.
+        """
+        event = object.__new__(cls)
+        event.__dict__.update(kind=kind, soc_version=soc_version, task_id=task_id,
+                              recorded_at=recorded_at, origin=origin, payload=payload,
+                              repo_key=repo_key, op_name=op_name, op_type=op_type)
+        event.__post_init__()
+        return event
+
+    @classmethod
+    def stored(cls, kind: str, soc_version: str, task_id: str, recorded_at: str, origin: str,
+               payload_json: str, repo_key: str | None = None, op_name: str | None = None,
+               op_type: str | None = None) -> Event:
+        """An event as a log holds it, its payload text kept byte for byte (the hashes cover
+        those bytes, not a re-encoding): the fields are checked, nothing is encoded again.
+
+        Raises:
+            EventValidationError: a field is missing or wrong, or the payload is not an object.
+            ValueError: ``kind`` is not an event kind.
+        """
+        event = object.__new__(cls)
+        event.__dict__.update(kind=EventKind(kind), soc_version=soc_version, task_id=task_id,
+                              recorded_at=recorded_at, origin=origin,
+                              payload=decode_payload(payload_json), repo_key=repo_key,
+                              op_name=op_name, op_type=op_type, payload_json=payload_json)
+        _validate(event)
+        return event
+
+    @cached_property
+    def payload_json(self) -> str:
+        """The payload as the log stores it (canonical JSON)."""
+        return canonical_json(dict(self.payload))
+
+    @cached_property
+    def info_json(self) -> str:
+        """The canonical JSON of ``payload.info_dict`` (``{}`` if it has none): what a policy
+        stores and what its info_digest is taken over, encoded once."""
+        return canonical_json(dict(self.payload.get("info_dict") or {}))
+
+    def content(self) -> dict[str, Any]:
+        """The fields the event_id is computed over (everything but position and chain)."""
+        return {
+            "kind": str(self.kind),
+            "soc_version": self.soc_version,
+            "repo_key": self.repo_key,
+            "task_id": self.task_id,
+            "op_name": self.op_name,
+            "op_type": self.op_type,
+            "recorded_at": self.recorded_at,
+            "origin": self.origin,
+            "payload": self.payload_json,
+        }
+
+    @cached_property
+    def _halves(self) -> tuple[str, str]:
+        return content_halves(str(self.kind), self.soc_version, self.repo_key, self.task_id,
+                              self.op_name, self.op_type, self.recorded_at, self.origin,
+                              self.payload_json)
+
+    @cached_property
+    def event_id(self) -> str:
+        """32 hex digits of the SHA-256 of the event's canonical content."""
+        head, tail = self._halves
+        return hashlib.sha256((head + tail).encode("utf-8")).hexdigest()[:32]
+
+    def link_hash(self, prev_hash: str, seq: int, event_id: str | None = None) -> str:
+        """:func:`chain_hash` of this event at ``seq`` after ``prev_hash`` (with its own id unless
+        ``event_id`` is given), from the content JSON built once."""
+        ident = self.event_id if event_id is None else event_id
+        cached = self.__dict__.get("_link")
+        if cached is not None and cached[:3] == (prev_hash, seq, ident):
+            return str(cached[3])  # an events file's link, chained again at the same place
+        head, tail = self._halves
+        link = link_hash(prev_hash, seq, ident, head, tail)
+        self.__dict__["_link"] = (prev_hash, seq, ident, link)
+        return link
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    """An event as the log holds it: content plus position and hash chain."""
+
+    seq: int
+    event_id: str
+    event: Event
+    prev_hash: str
+    hash: str
+
+    @classmethod
+    def of(cls, seq: int, event_id: str, event: Event, prev_hash: str, link: str) -> StoredEvent:
+        """``StoredEvent(...)`` for the passes that read a whole log: the same value, without
+        the frozen dataclass's per-field ``__setattr__``."""
+        stored = object.__new__(cls)
+        stored.__dict__.update(seq=seq, event_id=event_id, event=event, prev_hash=prev_hash,
+                               hash=link)
+        return stored
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready view of the stored event, payload decoded."""
+        out = self.event.content()
+        out["payload"] = dict(self.event.payload)
+        return {"seq": self.seq, "event_id": self.event_id, **out,
+                "prev_hash": self.prev_hash, "hash": self.hash}
+
+
+class LoggedEvent(Event):
+    """An event read back from the log by a whole-log pass (verify, rebuild): built from its row
+    without the per-event checks and decoding, its payload decoded only when something reads it
+    (the fold reads the payloads of adds, updates and task events, not of the other outcomes).
+    Its id and link are computed from the stored payload text, so the hash chain covers it all.
+    """
+
+    @cached_property
+    def payload(self) -> Mapping[str, Any]:
+        value = decode_payload(self.payload_json)
+        if self.kind in POLICY_KINDS:
+            _validate_outcome_payload(f"{self.kind} event", value, True)
+        return value
+
+    @classmethod
+    def from_row(cls, kind: str, soc_version: str, task_id: str, recorded_at: str, origin: str,
+                 payload_json: str, repo_key: str | None, op_name: str | None,
+                 op_type: str | None) -> LoggedEvent:
+        """The event of one events row.
+
+        Raises:
+            EventValidationError: a required field is empty, or the payload is not an object.
+            ValueError: ``kind`` is not an event kind.
+        """
+        event = object.__new__(cls)
+        event.__dict__.update(kind=EventKind(kind), soc_version=soc_version, task_id=task_id,
+                              recorded_at=recorded_at, origin=origin, repo_key=repo_key,
+                              op_name=op_name, op_type=op_type, payload_json=payload_json)
+        if not (soc_version and task_id and recorded_at and origin) or \
+                (event.kind in OUTCOME_KINDS and not repo_key):
+            raise EventValidationError(f"{kind} event: a required field is empty")
+        if not _object_text(payload_json):
+            raise EventValidationError(f"{kind} event: payload must be a JSON object")
+        return event
+
+
+_KIND_NAMES = frozenset(str(kind) for kind in EventKind)
+_OUTCOME_NAMES = frozenset(str(kind) for kind in OUTCOME_KINDS)
+
+
+def readable_row(row: tuple[Any, ...]) -> bool:
+    """Whether :meth:`LoggedEvent.from_row` reads an events row (columns in the events
+    table's order) without raising: the same checks, with no event built, for passes that
+    only need to know (the chain workers)."""
+    kind, soc, repo_key, task_id, recorded_at, origin, payload = (
+        row[2], row[3], row[4], row[5], row[8], row[9], row[10])
+    try:
+        return (kind in _KIND_NAMES and bool(soc and task_id and recorded_at and origin)
+                and (kind not in _OUTCOME_NAMES or bool(repo_key)) and _object_text(payload))
+    except (TypeError, AttributeError):  # what from_row meets in a column of the wrong type
+        return False
+
+
+def _object_text(payload_json: str) -> bool:
+    """Whether stored payload text is shaped as a JSON object (decoded only when read)."""
+    return payload_json.startswith("{") and payload_json.endswith("}")
+
+
+def json_string(value: str | None) -> str:
+    """A string (or ``None``) as JSON, exactly as :func:`canonical_json` writes it."""
+    return "null" if value is None else encode_basestring(value)
+
+
+def content_halves(kind: str, soc_version: str, repo_key: str | None, task_id: str,
+                   op_name: str | None, op_type: str | None, recorded_at: str, origin: str,
+                   payload_json: str) -> tuple[str, str]:
+    """The canonical JSON of an event's content, split where the chain's ``seq`` goes.
+
+    ``head + tail`` is exactly ``canonical_json(content)`` (the keys in sorted order, each value
+    encoded once); the chain body puts ``event_id`` first and ``seq`` between the two. Built by
+    hand because it runs for every event written, read or verified; tests/bank/test_encoding.py
+    holds it equal to :func:`canonical_json` on arbitrary content.
+    """
+    head = (f'{{"kind":{json_string(kind)},"op_name":{json_string(op_name)},"op_type":{json_string(op_type)},'
+            f'"origin":{json_string(origin)},"payload":{json_string(payload_json)},'
+            f'"recorded_at":{json_string(recorded_at)},"repo_key":{json_string(repo_key)},')
+    tail = f'"soc_version":{json_string(soc_version)},"task_id":{json_string(task_id)}}}'
+    return head, tail
+
+
+def link_hash(prev_hash: str, seq: int, event_id: str, head: str, tail: str) -> str:
+    """:func:`chain_hash` from the halves :func:`content_halves` made."""
+    body = f'{{"event_id":{json_string(event_id)},{head[1:]}"seq":{seq:d},{tail}'
+    return hashlib.sha256((prev_hash + body).encode("utf-8")).hexdigest()
+
+
+def event_id_of(content: Mapping[str, Any]) -> str:
+    """The event id for a content mapping as returned by :meth:`Event.content` (the reference
+    definition; the write path builds the same bytes with :func:`content_halves`)."""
+    return sha256_hex(canonical_json(dict(content)))[:32]
+
+
+def chain_hash(prev_hash: str, seq: int, event_id: str, content: Mapping[str, Any]) -> str:
+    """The hash of one link: SHA-256 over the previous hash and the event's canonical JSON (the
+    reference definition; see :func:`link_hash`)."""
+    body = canonical_json({"seq": seq, "event_id": event_id, **content})
+    return sha256_hex(prev_hash + body)
+
+
+def decode_payload(text: str) -> dict[str, Any]:
+    """Decode a stored payload; a payload that is not a JSON object becomes an error."""
+    try:
+        value = parse_json(text)
+    except (TypeError, ValueError) as exc:
+        raise EventValidationError(f"payload: not JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise EventValidationError("payload: must be a JSON object")
+    return value
+
+
+def _validate(event: Event) -> None:
+    where = f"{event.kind} event"
+    if not isinstance(event.kind, EventKind):
+        raise EventValidationError(f"kind: unknown event kind {shown(event.kind)}")
+    if not isinstance(event.payload, Mapping):
+        raise EventValidationError(f"{where}: payload must be a JSON object")
+    for name in ("soc_version", "task_id", "recorded_at", "origin"):
+        if not isinstance(getattr(event, name), str) or not getattr(event, name):
+            raise EventValidationError(f"{where}: field {name} must be a non-empty string")
+    for name in ("repo_key", "op_name", "op_type"):
+        if getattr(event, name) is not None and not isinstance(getattr(event, name), str):
+            raise EventValidationError(f"{where}: field {name} must be a string or null, not "
+                                       f"{shown(getattr(event, name))}")
+    if event.kind in OUTCOME_KINDS:
+        if not event.repo_key:
+            raise EventValidationError(f"{where}: field repo_key is required for outcomes")
+        _validate_outcome_payload(where, event.payload, event.kind in POLICY_KINDS)
+
+
+def _validate_outcome_payload(where: str, payload: Mapping[str, Any], sets_policy: bool) -> None:
+    info = payload.get("info_dict")
+    if info is not None and not isinstance(info, dict):
+        raise EventValidationError(f"{where}: payload.info_dict must be an object")
+    for name in ("performance_before_us", "performance_after_us"):
+        value = payload.get(name)
+        if value is None:
+            continue
+        if not finite_number(value):
+            raise EventValidationError(f"{where}: payload.{name} must be a finite number")
+        if value < 0:
+            raise EventValidationError(f"{where}: payload.{name} must not be negative")
+    mode = payload.get("tune_mode")
+    if mode is not None and (not isinstance(mode, str) or mode not in TUNE_MODES):
+        raise EventValidationError(
+            f"{where}: payload.tune_mode must be one of {', '.join(TUNE_MODES)}, not {shown(mode)}"
+        )
+    for name in ("backend", "cost_model_version"):  # policy columns: text, or nothing
+        if payload.get(name) is not None and not isinstance(payload[name], str):
+            raise EventValidationError(f"{where}: payload.{name} must be a string, not "
+                                       f"{shown(payload[name])}")
+    if sets_policy:
+        if not isinstance(payload.get("knowledge"), dict):
+            raise EventValidationError(f"{where}: payload.knowledge (the policy) is required")
+        if payload.get("performance_after_us") is None and payload.get("performance_unknown") is not True:
+            raise EventValidationError(f"{where}: payload.performance_after_us is required "
+                                       "(or performance_unknown: true)")

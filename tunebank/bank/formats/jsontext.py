@@ -1,0 +1,163 @@
+"""Reading JSON from files users hand us: every way one can be bad is one line naming it.
+
+Not UTF-8, not JSON, nested deeper than the parser goes, a number too long to convert, too
+big to read, a folder where a file was expected: each becomes the caller's own error class
+with the file (and line) in its message. NaN and Infinity parse, as Python's json does; the
+readers that take numbers reject them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from tunebank.bank.canonical import parse_json as fast_parse
+from tunebank.bank.errors import BankError
+
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+MAX_BYTES = 512 * 1024 * 1024
+"""The largest JSON input read (a real result file or bank tree is a few MB at most)."""
+UNCAPPED = 1 << 62
+"""The limit of an input read a line at a time (an events file): memory stays flat at any size."""
+
+
+def read_json_file(path: Path, error: type[BankError], label: str = "") -> Any:
+    """The JSON value in ``path``; ``label`` (an option name) starts every message.
+
+    Raises:
+        error: the file cannot be read, is too big, or is not JSON.
+    """
+    return parse_json(read_bytes(path, error, label), _where(path, label), error)
+
+
+def read_text(path: Path, error: type[BankError], label: str = "") -> str:
+    """The UTF-8 text of an input file, or ``error`` naming the file and what is wrong."""
+    data = read_bytes(path, error, label)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{_where(path, label)}: not UTF-8 text (bad byte at offset {exc.start})") from None
+
+
+def read_bytes(path: Path, error: type[BankError], label: str = "",
+               limit: int = MAX_BYTES) -> bytes:
+    """The bytes of an input file, or ``error`` naming the file and why it cannot be read."""
+    where = _where(path, label)
+    with open_regular(path, error, label, limit) as handle:
+        try:
+            data = handle.read(limit + 1)  # a file that grew since it was opened: to the cap only
+        except OSError as exc:
+            raise error(f"{where}: cannot read ({exc.strerror or exc})") from exc
+    if len(data) > limit:
+        raise error(f"{where}: more than the {limit // 2**20} MiB an input may be")
+    return data
+
+
+def open_regular(path: Path, error: type[BankError], label: str = "",
+                 limit: int = MAX_BYTES) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file of at most ``limit`` bytes, or
+    ``error`` naming the file and why not. The check is made on the file opened, not on the
+    name (which could be swapped between a look and an open), and the open never waits: a FIFO
+    would hang a read, and a device (``/dev/zero``) never ends one.
+    """
+    where = _where(path, label)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO opens at once, to be refused
+    except OSError as exc:
+        raise error(f"{where}: cannot read ({exc.strerror or exc})") from exc
+    try:
+        status = os.fstat(fd)
+        if stat.S_ISDIR(status.st_mode):
+            raise error(f"{where}: is a folder, not a file")
+        if not stat.S_ISREG(status.st_mode):
+            raise error(f"{where}: not a regular file (a device, a pipe or a socket)")
+        if status.st_size > limit:
+            raise error(f"{where}: {status.st_size / 2**20:.0f} MiB is more than the "
+                        f"{limit // 2**20} MiB an input may be")
+        os.set_blocking(fd, True)
+        handle = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    return handle
+
+
+def _where(path: Path, label: str) -> str:
+    return f"{label}: {path}" if label else str(path)
+
+
+def parse_json(data: bytes | str, where: str, error: type[BankError]) -> Any:
+    """Parse JSON text, or raise ``error`` with ``where`` and the reason in one line."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise error(f"{where}: not UTF-8 text (bad byte at offset {exc.start})") from None
+    try:
+        value = fast_parse(data)
+    except json.JSONDecodeError as exc:
+        raise error(f"{where}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise error(f"{where}: not valid JSON (nested too deeply)") from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        reason = str(exc).split(";")[0].splitlines()[0]
+        raise error(f"{where}: not valid JSON ({reason})") from None
+    if _SURROGATE.search(data):
+        _refuse_lone_surrogates(value, data, where, error)
+    return value
+
+
+def _refuse_lone_surrogates(value: Any, text: str, where: str, error: type[BankError]) -> None:
+    """A ``\\udXXX`` escape that is not half of a pair decodes to a lone surrogate, which no
+    Unicode text holds: it cannot be hashed, stored or printed, so the file is refused."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except RecursionError:
+        raise error(f"{where}: not valid JSON (nested too deeply)") from None
+    except UnicodeEncodeError:
+        line = text.count("\n", 0, _lone_surrogate_at(text)) + 1
+        raise error(f"{where}: not valid JSON text (line {line}: a lone surrogate escape such as "
+                    "\\ud800, which no Unicode text holds)") from None
+
+
+def _lone_surrogate_at(text: str) -> int:
+    """Where the first escape stands that is not half of a high-then-low pair (0 if none)."""
+    escapes = list(_SURROGATE.finditer(text))
+    paired: set[int] = set()
+    for first, second in itertools.pairwise(escapes):
+        high = first.group()[2].lower() == "d" and first.group()[3].lower() in "89ab"
+        if high and first.start() not in paired and second.start() == first.end() \
+                and second.group()[3].lower() in "cdef":
+            paired |= {first.start(), second.start()}
+    return next((m.start() for m in escapes if m.start() not in paired), 0)
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    """A short rendering of a value read from a file, for an error message: a list or an object
+    by its kind (one nested a thousand deep has no safe repr), a huge integer by its length, any
+    other value as its repr cut to ``limit`` characters."""
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def finite_number(value: Any) -> bool:
+    """Whether ``value`` read from a file is a number a time can be: an int or a float (never a
+    bool), finite, and within a float's range (an integer of hundreds of digits is not)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False

@@ -1,0 +1,376 @@
+"""The projections and the outcome rules, as one pure fold over stored events.
+
+The same :class:`Projection` serves three callers: the append path (loaded with just the rows a
+batch touches, so the rules are checked against the bank's real state), ``rebuild`` and ``verify``
+(started empty and fed the whole log). Nothing here touches a database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tunebank.bank.canonical import digest
+from tunebank.bank.errors import OutcomeRuleError
+from tunebank.bank.events import (
+    OUTCOME_KINDS,
+    POLICY_KINDS,
+    TASK_STATUSES,
+    EventKind,
+    StoredEvent,
+    format_time,
+    parse_time,
+)
+from tunebank.bank.tasks import TaskView
+
+PolicyKey = tuple[str, str, str]
+"""(soc_version, repo_key, info_digest): one policy per operator, collisions kept apart."""
+
+SUMMARY_FIELDS = (
+    "repo_add_num",
+    "repo_hit_num",
+    "repo_reserved_num",
+    "repo_unsatisfied_num",
+    "repo_update_num",
+    "total_num",
+)
+
+_COUNTER = {
+    EventKind.ADD: "add_num",
+    EventKind.HIT: "hit_num",
+    EventKind.UPDATE: "update_num",
+    EventKind.RESERVED: "reserved_num",
+    EventKind.UNSATISFIED: "unsatisfied_num",
+}
+
+
+def info_digest(info_dict: dict[str, Any] | None) -> str:
+    """The digest that tells two operators apart when their repo_keys collide."""
+    return digest(info_dict or {})[:32]
+
+
+def digest_of_json(info_json: str) -> str:
+    """:func:`info_digest` of an info_dict already in canonical JSON."""
+    return hashlib.sha256(info_json.encode("utf-8")).hexdigest()[:32]
+
+
+_LOG_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
+_NEWEST_FIRST = str.maketrans("0123456789", "9876543210")
+Standing = tuple[float, str, str]
+"""Where a candidate stands among the entries of its key, the lowest first (:func:`standing`)."""
+
+
+def newest_first(recorded_at: str) -> str:
+    """Text that sorts later times first: the log's fixed-width UTC time with every digit
+    ``d`` turned into ``9 - d``. A time written another way (an events file from elsewhere) is
+    put in the log's form first; one that is no time at all sorts after every time (oldest)."""
+    if not _LOG_TIME.fullmatch(recorded_at):
+        try:
+            recorded_at = format_time(parse_time(recorded_at))
+        except ValueError:
+            return "~"
+    return recorded_at.translate(_NEWEST_FIRST)
+
+
+def standing(best_us: float, recorded_at: str, event_id: str) -> Standing:
+    """The rule that picks a key's policy among its candidates (the lowest standing wins):
+    the faster entry; among entries without a time (AOE's own banks carry none: ``best_us``
+    infinite), the newer one by ``recorded_at``; then the smaller event id. Every part comes
+    from the event itself, never from where it sits in one bank's log, so banks merged in any
+    order agree on every key."""
+    return (best_us, "" if best_us != math.inf else newest_first(recorded_at), event_id)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The best known entry for one operator on one chip."""
+
+    soc_version: str
+    repo_key: str
+    info_digest: str
+    op_type: str | None
+    info_dict: dict[str, Any]
+    knowledge: dict[str, Any]
+    best_us: float
+    seq: int
+    task_id: str
+    event_id: str
+    origin: str
+    tune_mode: str | None = None
+    backend: str | None = None
+    cost_model_version: str | None = None
+    recorded_at: str = ""
+    """When the winning entry was recorded (its event's ``recorded_at``)."""
+    info_json: str | None = field(default=None, compare=False, repr=False)
+    """``info_dict``'s canonical JSON when it is already known (a cache, not part of the value)."""
+
+    @classmethod
+    def of(cls, soc_version: str, repo_key: str, info_digest: str, op_type: str | None,
+           info_dict: dict[str, Any], knowledge: dict[str, Any], best_us: float, seq: int,
+           task_id: str, event_id: str, origin: str, tune_mode: str | None,
+           backend: str | None, cost_model_version: str | None, recorded_at: str = "",
+           info_json: str | None = None) -> Policy:
+        """``Policy(...)`` by position, for reads that build thousands: the same value, without
+        the frozen dataclass's per-field ``__setattr__``."""
+        policy = object.__new__(cls)
+        policy.__dict__.update(
+            soc_version=soc_version, repo_key=repo_key, info_digest=info_digest, op_type=op_type,
+            info_dict=info_dict, knowledge=knowledge, best_us=best_us, seq=seq, task_id=task_id,
+            event_id=event_id, origin=origin, tune_mode=tune_mode, backend=backend,
+            cost_model_version=cost_model_version, recorded_at=recorded_at, info_json=info_json)
+        return policy
+
+    @property
+    def key(self) -> PolicyKey:
+        return (self.soc_version, self.repo_key, self.info_digest)
+
+    @property
+    def is_subgraph(self) -> bool:
+        """A subgraph's policy (SGAT: its info_dict names the job and key), not an operator's."""
+        return self.info_dict.get("job_type") == "sgat"
+
+    @property
+    def standing(self) -> Standing:
+        """Where this entry stands among its key's (see :func:`standing`)."""
+        return standing(self.best_us, self.recorded_at, self.event_id)
+
+    def beats(self, other: Policy) -> bool:
+        """Whether this entry wins its key over ``other`` (:func:`standing`), whatever the
+        arrival order."""
+        return self.standing < other.standing
+
+
+PolicyRef = tuple[Standing, int]
+"""What a compact projection keeps of a winning policy: its :func:`standing` and seq; the rest
+is the winning event's, read again from the log when needed."""
+
+_TALLY_FIELDS = ("add_num", "hit_num", "update_num", "reserved_num", "unsatisfied_num",
+                 "open_hits", "last_seq")
+_TALLY_INDEX = {
+    EventKind.ADD: 0,
+    EventKind.HIT: 1,
+    EventKind.UPDATE: 2,
+    EventKind.RESERVED: 3,
+    EventKind.UNSATISFIED: 4,
+}
+_OPEN, _LAST = 5, 6
+
+
+def policy_of(stored: StoredEvent) -> Policy:
+    """The policy an add or update event offers for its key."""
+    event = stored.event
+    p = event.payload
+    info = dict(p.get("info_dict") or {})
+    info_json = event.info_json
+    assert event.repo_key is not None
+    return Policy(
+        soc_version=event.soc_version,
+        repo_key=event.repo_key,
+        info_digest=digest_of_json(info_json),
+        op_type=event.op_type,
+        info_dict=info,
+        knowledge=dict(p["knowledge"]),
+        best_us=float(p.get("performance_after_us", math.inf)),  # unknown: beaten by any time
+        seq=stored.seq,
+        task_id=event.task_id,
+        event_id=stored.event_id,
+        origin=event.origin,
+        tune_mode=p.get("tune_mode"),
+        backend=p.get("backend"),
+        cost_model_version=p.get("cost_model_version"),
+        recorded_at=event.recorded_at,
+        info_json=info_json,
+    )
+
+
+class Projection:
+    """Policies, tasks and the key states of running tasks, folded event by event.
+
+    ``key_states`` maps a running task's id to the last outcome kind of each key in it; ``hit``
+    means the key is open, waiting for its ``update`` or ``reserved``. A finished task takes no
+    more events, so its key states are dropped when it finishes: memory follows the tasks still
+    running, not the log.
+
+    A ``compact`` projection keeps only a :data:`PolicyRef` per policy key (in ``winners``):
+    appends compare a batch with the stored refs and build a Policy only for a new winner, and
+    folds over a whole log (verify, rebuild) keep memory from growing with the policies'
+    contents; ``policies`` then stays empty.
+
+    Counters are kept in place while events are folded and the :class:`TaskView` values are
+    built when ``tasks`` is read, once per task rather than once per event.
+    """
+
+    def __init__(self, policies: dict[PolicyKey, Policy] | None = None,
+                 tasks: dict[str, TaskView] | None = None,
+                 key_states: dict[str, dict[str, str]] | None = None, *,
+                 compact: bool = False) -> None:
+        self.policies: dict[PolicyKey, Policy] = dict(policies or {})
+        self.winners: dict[PolicyKey, PolicyRef] = {}
+        self.key_states: dict[str, dict[str, str]] = {
+            task: dict(states) for task, states in (key_states or {}).items()}
+        self.compact = compact
+        self._tasks: dict[str, TaskView] = dict(tasks or {})
+        self._tally: dict[str, list[int]] = {}
+
+    @property
+    def tasks(self) -> dict[str, TaskView]:
+        """Every task folded so far, by id."""
+        for task_id, (add, hit, update, reserved, unsatisfied, open_hits, last) in self._tally.items():
+            self._tasks[task_id] = replace(
+                self._tasks[task_id], add_num=add, hit_num=hit, update_num=update,
+                reserved_num=reserved, unsatisfied_num=unsatisfied, open_hits=open_hits,
+                last_seq=last)
+        self._tally.clear()
+        return self._tasks
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Projection):
+            return NotImplemented
+        return (self.policies, self.winners, self.tasks, self.key_states) == (
+            other.policies, other.winners, other.tasks, other.key_states)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
+
+    def apply(self, stored: StoredEvent) -> None:
+        """Fold one event in.
+
+        Raises:
+            OutcomeRuleError: the event breaks the outcome rules given the state so far.
+        """
+        kind = stored.event.kind
+        if kind in OUTCOME_KINDS:
+            self._outcome(stored)
+        elif kind == EventKind.TASK_STARTED:
+            self._start(stored)
+        elif kind == EventKind.TASK_FINISHED:
+            self._finish(stored)
+        if kind in POLICY_KINDS:
+            self.offer_policy(stored)
+
+    def _task(self, stored: StoredEvent) -> TaskView:
+        event = stored.event
+        task = self._tasks.get(event.task_id)
+        if task is None:
+            raise OutcomeRuleError(f"{event.kind} for task {event.task_id}: the task was never started")
+        if task.finished:
+            raise OutcomeRuleError(
+                f"{event.kind} for task {event.task_id}: the task already finished ({task.status})"
+            )
+        if event.soc_version != task.soc_version:
+            raise OutcomeRuleError(
+                f"{event.kind} for task {event.task_id}: soc_version {event.soc_version} differs "
+                f"from the task's {task.soc_version}"
+            )
+        return task
+
+    def _start(self, stored: StoredEvent) -> None:
+        event = stored.event
+        if event.task_id in self._tasks:
+            raise OutcomeRuleError(f"task_started for task {event.task_id}: the task already exists")
+        p = event.payload
+        self._tasks[event.task_id] = TaskView(
+            task_id=event.task_id,
+            soc_version=event.soc_version,
+            origin=event.origin,
+            started_at=event.recorded_at,
+            first_seq=stored.seq,
+            last_seq=stored.seq,
+            tuning_name=p.get("tuning_name"),
+            model_name=p.get("model_name"),
+            model_hash=p.get("model_hash"),
+            job_type=p.get("job_type"),
+            search_mode=p.get("search_mode"),
+        )
+
+    def _finish(self, stored: StoredEvent) -> None:
+        event = stored.event
+        self._task(stored)
+        task = self.tasks[event.task_id]  # with its counters up to date
+        if task.open_hits:
+            raise OutcomeRuleError(
+                f"task_finished for task {task.task_id}: {task.open_hits} hit(s) still wait for "
+                "their update or reserved"
+            )
+        p = event.payload
+        status = p.get("status")
+        if status not in TASK_STATUSES:
+            raise OutcomeRuleError(
+                f"task_finished for task {task.task_id}: payload.status must be one of "
+                f"{', '.join(TASK_STATUSES)}, not {status!r}"
+            )
+        self._tasks[task.task_id] = replace(
+            task,
+            status=status,
+            finished_at=event.recorded_at,
+            last_seq=stored.seq,
+            tuning_time_s=p.get("tuning_time_s"),
+            model_baseline_ms=p.get("model_baseline_ms"),
+            model_result_ms=p.get("model_result_ms"),
+            failed_operators=tuple(p.get("failed_operators") or ()),
+        )
+        self.key_states.pop(task.task_id, None)
+
+    def _outcome(self, stored: StoredEvent) -> None:
+        event = stored.event
+        task = self._task(stored)
+        repo_key = event.repo_key
+        assert repo_key is not None  # checked when the Event was built
+        states = self.key_states.setdefault(task.task_id, {})
+        state = states.get(repo_key)
+        tally = self._tally.get(task.task_id)
+        if tally is None:
+            tally = self._tally[task.task_id] = [getattr(task, name) for name in _TALLY_FIELDS]
+        kind = event.kind
+        if kind == EventKind.UPDATE or kind == EventKind.RESERVED:
+            if state != EventKind.HIT:
+                why = "without a hit before it" if state is None else f"after its {state}"
+                raise OutcomeRuleError(f"{self._where(stored)}: {why}")
+            tally[_OPEN] -= 1
+        else:
+            if state is not None:
+                raise OutcomeRuleError(f"{self._where(stored)}: the key already has its {state} "
+                                       "in this task")
+            if kind == EventKind.HIT:
+                tally[_OPEN] += 1
+        tally[_TALLY_INDEX[kind]] += 1
+        tally[_LAST] = stored.seq
+        states[repo_key] = str(kind)
+
+    @staticmethod
+    def _where(stored: StoredEvent) -> str:
+        event = stored.event
+        return (f"{event.kind} of key {event.repo_key} ({event.op_name or 'unnamed'}) in task "
+                f"{event.task_id}")
+
+    def offer_policy(self, stored: StoredEvent) -> None:
+        """Let an add or update compete for its key's policy (no task rules: used for time travel)."""
+        if not self.compact:
+            candidate = policy_of(stored)
+            current = self.policies.get(candidate.key)
+            if current is None or candidate.beats(current):
+                self.policies[candidate.key] = candidate
+            return
+        event = stored.event
+        p = event.payload
+        assert event.repo_key is not None
+        key = (event.soc_version, event.repo_key, digest_of_json(event.info_json))
+        ref = (standing(float(p.get("performance_after_us", math.inf)), event.recorded_at,
+                        stored.event_id), stored.seq)
+        held = self.winners.get(key)
+        if held is None or ref[0] < held[0]:
+            self.winners[key] = ref
+            self._won(key, stored)
+
+    def _won(self, key: PolicyKey, stored: StoredEvent) -> None:
+        """A hook: ``stored`` has just become the winner of ``key`` in a compact projection."""
+
+
+def replay(events: list[StoredEvent] | Any) -> Projection:
+    """Fold a whole log, oldest first, into a fresh projection."""
+    projection = Projection()
+    for stored in events:
+        projection.apply(stored)
+    return projection

@@ -1,0 +1,259 @@
+"""What every command shares: the --db and --json options, error handling, tables and JSON."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
+
+import typer
+
+from tunebank.bank.names import one_line
+
+if TYPE_CHECKING:
+    from tunebank.bank import Bank
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Bank file or URL (sqlite:///PATH, postgresql://USER@HOST/DB). Default: env TUNEBANK_DB, else "
+        "$TUNE_BANK_PATH/bank.db, $ASCEND_CACHE_PATH/aoe_data/bank.db, "
+        "~/Ascend/latest/data/aoe/custom/bank.db.",
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+LimitOption = Annotated[int | None, typer.Option("--limit", min=1, help="Show the first N rows only.")]
+SortOption = Annotated[str | None, typer.Option(
+    "--sort", metavar="COLUMN", help="Sort the rows by this column (-COLUMN: descending).")]
+CsvOption = Annotated[bool, typer.Option(
+    "--csv", help="Print CSV (the table's columns) instead of a table. A text cell starting with "
+                  "= + - @ tab or CR gets a leading ' so that a spreadsheet shows it as text, and "
+                  "control characters are shown escaped; --raw prints the cells as they are.")]
+RawOption = Annotated[bool, typer.Option(
+    "--raw", help="With --csv: print every cell as the bank holds it (no leading ', no escapes).")]
+SocOption = Annotated[
+    str | None, typer.Option("--soc-version", help="Only this chip, e.g. Ascend910B2.")
+]
+
+
+def say(message: str = "", *, err: bool = False) -> None:
+    """Print one line, its control characters made visible (:func:`bank.names.one_line`)."""
+    typer.echo(one_line(message), err=err)
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print ``message`` as one error line on stderr and return the Exit to raise."""
+    typer.echo(f"bank: error: {one_line(message)}", err=True)
+    return typer.Exit(code)
+
+
+def user_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Turn the bank's own errors into one line on stderr and exit code 1, never a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        from tunebank.bank.errors import BankError
+
+        try:
+            return command(*args, **kwargs)
+        except BankError as exc:
+            raise fail(str(exc)) from None
+
+    return wrapper
+
+
+def open_bank(db: str | None, *, create: bool = False) -> Bank:
+    """Open the bank the options name (see :meth:`bank.Bank.open`); one opened to write first
+    loses the staging files of writes killed before they finished."""
+    from tunebank.bank import Bank
+
+    if create:
+        from tunebank.bank.location import resolve
+
+        target = resolve(db).path
+        if target is not None:
+            _remove_stale_staging(target)
+    return Bank.open(db, create=create)
+
+
+def write_to_bank(db: str | None, work: Callable[[Bank], R]) -> R:
+    """Run ``work`` (one all-or-nothing write) on the bank the options name, made if it does not
+    exist.
+
+    A new bank file is made under a temporary name beside it and linked into place only when
+    ``work`` succeeded, so a write that fails (a bad line deep in a long events file) leaves no
+    bank behind, and no folder this made. The link refuses to replace a file: if another process
+    made the bank meanwhile, ``work`` runs again on that bank (``work`` must be repeatable). A
+    bank that exists, or a server's, is written as it is: its transaction undoes a failed write.
+    """
+    from tunebank.bank import Bank
+    from tunebank.bank.errors import BankError
+    from tunebank.bank.location import resolve
+
+    location = resolve(db)
+    target = location.path
+    if target is None or location.exists:
+        with Bank.open(db, create=True) as bank:
+            return work(bank)
+    made = [folder for folder in (target.parent, *target.parent.parents) if not folder.exists()]
+    _remove_stale_staging(target)
+    staging = target.with_name(f".{target.name}.{os.getpid()}.new")
+    try:
+        try:
+            with Bank.open(str(staging), create=True) as bank:
+                result = work(bank)
+        except BankError as exc:  # named as the user named it, not by its staging name
+            raise BankError(str(exc).replace(str(staging), str(target))) from None
+        try:
+            os.link(staging, target)  # never over a bank another process made meanwhile
+        except OSError:  # made meanwhile by another process, or no hard links on this file
+            with Bank.open(db, create=True) as bank:  # system: write the bank where it is
+                return work(bank)
+        return result
+    finally:
+        for leftover in (staging, Path(f"{staging}-wal"), Path(f"{staging}-shm")):
+            leftover.unlink(missing_ok=True)
+        if not target.exists():
+            for folder in made:  # innermost first
+                with suppress(OSError):
+                    folder.rmdir()
+
+
+def _remove_stale_staging(target: Path) -> None:
+    """Remove the staging files of a write to ``target`` whose process is gone (killed with
+    SIGKILL, which no ``finally`` survives): ``.NAME.PID.new`` and its -wal and -shm."""
+    with suppress(OSError):
+        for leftover in target.parent.glob(f".{target.name}.*.new*"):
+            pid, _, rest = leftover.name.removeprefix(f".{target.name}.").partition(".")
+            if pid.isdigit() and rest in ("new", "new-wal", "new-shm") and not _alive(int(pid)):
+                leftover.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # no signal sent: only whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's, alive
+        return True
+    return True
+
+
+def check_socs(bank: Bank, names: Iterable[str | None], *, allow_unknown: bool = False) -> None:
+    """Refuse a chip name that no command should take: not one `bank socs` lists nor one the
+    bank holds (unless ``allow_unknown``), or one of those in the wrong case (see
+    :func:`tuner.socs.check_soc_name`).
+
+    Raises:
+        UnknownSocError: a name is refused.
+    """
+    wanted = sorted({name for name in names if name is not None})
+    if not wanted:
+        return
+    from tunebank.tuner.socs import check_soc_name
+
+    in_bank = {task.soc_version for task in bank.tasks()}
+    for name in wanted:
+        check_soc_name(name, in_bank, allow_unknown=allow_unknown)
+
+
+def print_json(value: Any) -> None:
+    """Print one JSON document."""
+    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def show_rows(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, limit: int | None = None,
+              sort: str | None = None, as_csv: bool = False, raw: bool = False) -> None:
+    """A command's rows as a table, or as CSV: sorted by a column (``-name`` descending, an
+    empty cell last either way), then cut to ``limit``. CSV text cells are made safe for a
+    spreadsheet and a terminal unless ``raw`` (see :mod:`bank.formats.spreadsheet`).
+
+    Raises:
+        typer.Exit: ``sort`` names no column (the error is printed).
+    """
+    listed = list(rows)
+    if sort is not None:
+        name = sort.removeprefix("-")
+        if name not in headers:
+            raise fail(f"--sort: no column {name!r} (columns: {', '.join(headers)})", code=2)
+        column = list(headers).index(name)
+        present = [row for row in listed if row[column] is not None]
+        present.sort(key=lambda row: _sort_key(row[column]), reverse=sort.startswith("-"))
+        listed = present + [row for row in listed if row[column] is None]
+    if limit is not None:
+        listed = listed[:limit]
+    if as_csv:
+        from tunebank.bank.formats.spreadsheet import csv_writer, safe_cell
+
+        writer = csv_writer(sys.stdout)
+        writer.writerow(headers)
+        for row, text in zip(listed, _formatted(listed, blank="", escape=str), strict=True):
+            writer.writerow([safe_cell(cell) if isinstance(value, str) and not raw else cell
+                             for value, cell in zip(row, text, strict=True)])
+        return
+    print_table(headers, listed)
+
+
+def _sort_key(value: Any) -> tuple[int, Any]:
+    """Numbers by value, before text by its characters."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, value)
+    return (1, str(value))
+
+
+def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """Print rows under headers, columns padded to their widest cell; a column that holds a
+    fraction shows all its numbers with three decimals."""
+    cells = _formatted(list(rows), blank="-", escape=one_line)
+    widths = [len(h) for h in headers]
+    for row in cells:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    lines = [_line(headers, widths), _line(["-" * w for w in widths], widths)]
+    lines.extend(_line(row, widths) for row in cells)
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _line(cells: Sequence[str], widths: Sequence[int]) -> str:
+    return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+
+def _formatted(rows: Sequence[Sequence[Any]], blank: str,
+               escape: Callable[[str], str]) -> list[list[str]]:
+    """Each cell as text, one number format per column: three decimals in a column holding a
+    fraction (``8.000`` beside ``7.812``), else as it is; ``blank`` for nothing; other values
+    through ``escape``."""
+    fractional = {i for row in rows for i, value in enumerate(row)
+                  if isinstance(value, float) and math.isfinite(value) and not value.is_integer()}
+    return [[_cell(value, i in fractional, blank, escape) for i, value in enumerate(row)]
+            for row in rows]
+
+
+def _cell(value: Any, decimals: bool, blank: str, escape: Callable[[str], str]) -> str:
+    if value is None:
+        return blank
+    if isinstance(value, float) and not math.isfinite(value):
+        return blank
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if decimals:
+            return f"{value:.3f}"
+        return str(int(value)) if isinstance(value, float) else str(value)
+    return escape(str(value))
+
+
+def short_time(stamp: str | None) -> str:
+    """A log time shown to people: date and time to the second; ``-`` where the log does not
+    know it (an imported report whose content carries no time is dated 1970-01-01)."""
+    if not stamp or stamp.startswith("1970-01-01T00:00:00.000000"):
+        return "-"
+    return stamp[:19].replace("T", " ")
