@@ -48,3 +48,16 @@ def test_a_reading_command_starts_without_the_orm(tmp_path: Path, command: list[
 def test_making_a_bank_is_what_loads_them(tmp_path: Path) -> None:
     """The probe can see them: `bank init` compiles the tables' DDL through SQLAlchemy."""
     assert "sqlalchemy" in _loaded_by(["init", "--db", str(tmp_path / "new.db")], tmp_path)
+
+
+def test_opening_an_existing_bank_to_write_loads_no_tables(tmp_path: Path) -> None:
+    """Issue 30: `Bank.open(create=True)`, as every tune and import opens its bank, imported
+    SQLModel, SQLAlchemy and pydantic (about half a second) and took the write lock before
+    looking whether the bank was there."""
+    db = _bank(tmp_path)
+    probe = ("import sys; from tunebank.bank import Bank\n"
+             f"Bank.open({str(db)!r}, create=True).close()\n"
+             "print(sorted(m for m in ('sqlalchemy', 'sqlmodel', 'pydantic') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "[]", out.stdout

@@ -280,11 +280,13 @@ class EventStore(ABC):
         Raises:
             BankLocationError: the database holds tables of something else.
         """
-        from tunebank.bank.store.create import create_bank  # SQLModel is imported only to create
-
         if not self.read_only:
             self._prepare_file()
-        return self._write(lambda db: create_bank(self, db, bank_id))
+        if self.is_initialised():  # an existing bank: no write lock, and SQLModel never loaded
+            return False
+        from tunebank.bank.store.create import create_bank  # SQLModel is imported only to create
+
+        return self._write(lambda db: create_bank(self, db, bank_id))  # checks again, locked
 
     def is_initialised(self) -> bool:
         """Whether the database already holds a bank's tables."""
