@@ -98,7 +98,8 @@ class Bank:
         """Open the bank at ``db`` (path or URL), else TUNEBANK_DB, else AOE's bank folder.
 
         Args:
-            db: a file path or SQLAlchemy URL; ``None`` resolves from the environment.
+            db: a file path or a database URL (``sqlite:///PATH``, ``postgresql://...``);
+                ``None`` resolves from the environment.
             create: make the bank if it does not exist (otherwise that is an error).
             env: the environment to resolve from (defaults to ``os.environ``).
 

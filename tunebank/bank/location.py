@@ -19,7 +19,8 @@ AOE itself stops when TUNE_BANK_PATH names no folder, and so does tunebank."""
 
 @dataclass(frozen=True)
 class BankLocation:
-    """A resolved bank: its SQLAlchemy URL and, for a file bank, the file."""
+    """A resolved bank: its URL (``sqlite:///PATH``, ``postgresql+psycopg://...``) and, for a
+    file bank, the file."""
 
     url: str
     path: Path | None

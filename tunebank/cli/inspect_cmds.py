@@ -69,7 +69,7 @@ def summary(
     """Print a task's repo_summary under AOE's field names."""
     from tunebank.bank.quick import quick_task
 
-    found = quick_task(db, task)  # an SQLite bank file: read without loading the ORM
+    found = quick_task(db, task)  # an SQLite bank file: read with sqlite3 alone
     if found is None:
         with open_bank(db) as bank:
             found = bank.task(task)
