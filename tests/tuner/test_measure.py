@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import textwrap
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from tests.plugin_dist import install_plugin
 from tunebank.cli.main import app
 from tunebank.tuner.costmodel import COST_MODEL_VERSION
 from tunebank.tuner.measure import BackendError, BackendSettings, KeyWork
@@ -77,17 +77,9 @@ def not_a_backend(settings):
 
 @pytest.fixture
 def plug_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """An installed distribution declaring three backends, as pip would leave it."""
-    site = tmp_path / "site"
-    info = site / "team_npu-1.0.dist-info"
-    info.mkdir(parents=True)
-    (site / "team_npu.py").write_text(textwrap.dedent(PLUG_IN), encoding="utf-8")
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: team-npu\nVersion: 1.0\n",
-                                   encoding="utf-8")
-    (info / "entry_points.txt").write_text(
-        f"[{ENTRY_POINTS}]\nnpu = team_npu:Npu\nbroken = team_npu:broken\n"
-        "odd = team_npu:not_a_backend\nflaky = team_npu:Flaky\n", encoding="utf-8")
-    monkeypatch.syspath_prepend(str(site))
+    """An installed distribution declaring four backends, as pip would leave it."""
+    install_plugin(tmp_path / "site", monkeypatch, "team_npu", PLUG_IN,
+                   {"npu": "Npu", "broken": "broken", "odd": "not_a_backend", "flaky": "Flaky"})
 
 
 def test_sim_is_declared_through_the_entry_point_group() -> None:

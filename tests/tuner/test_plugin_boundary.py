@@ -5,15 +5,14 @@ and the task stays resumable."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from tests.plugin_dist import install_plugin
 from tunebank.bank import Bank
 from tunebank.cli.main import app
-from tunebank.tuner.plugins import ENTRY_POINTS
 
 runner = CliRunner()
 MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "squeezenet.onnx")
@@ -93,15 +92,7 @@ class Rogue(MeasurementBackend):
 @pytest.fixture
 def rogue(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An installed distribution declaring the backend ``rogue``, as pip would leave it."""
-    site = tmp_path / "site"
-    info = site / "rogue_npu-1.0.dist-info"
-    info.mkdir(parents=True)
-    (site / "rogue_npu.py").write_text(textwrap.dedent(ROGUE), encoding="utf-8")
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rogue-npu\nVersion: 1.0\n",
-                                   encoding="utf-8")
-    (info / "entry_points.txt").write_text(f"[{ENTRY_POINTS}]\nrogue = rogue_npu:Rogue\n",
-                                           encoding="utf-8")
-    monkeypatch.syspath_prepend(str(site))
+    install_plugin(tmp_path / "site", monkeypatch, "rogue_npu", ROGUE, {"rogue": "Rogue"})
     monkeypatch.chdir(tmp_path)
 
 
