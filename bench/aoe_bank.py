@@ -40,12 +40,12 @@ import orjson
 
 from fixtures.aoe_banks import big_tree
 from tunebank.bank import Bank
-from tunebank.bank.exports import export_tree
+from tunebank.bank.exchange.exports import export_tree
+from tunebank.bank.exchange.imports import apply_import, read_imports
+from tunebank.bank.exchange.tree_imports import tree_events
 from tunebank.bank.formats.aoe_repo import bank_files, read_tree
-from tunebank.bank.imports import apply_import, read_imports
-from tunebank.bank.store import bulk_job
 from tunebank.bank.store.sqlite import CACHE_KIB
-from tunebank.bank.tree_imports import tree_events
+from tunebank.bank.store.writes import bulk_job
 
 
 def _seconds(work: Any) -> tuple[float, Any]:

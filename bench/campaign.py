@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from tunebank.bank import Bank
-from tunebank.tuner.campaign import run_campaign
-from tunebank.tuner.campaign_file import CampaignModel
-from tunebank.tuner.executors import OnDask
+from tunebank.tuner.campaign.file import CampaignModel
+from tunebank.tuner.campaign.runner import run_campaign
 from tunebank.tuner.options import TuneOptions
+from tunebank.tuner.search.executors import OnDask
 
 MODELS = Path(__file__).resolve().parent.parent / "fixtures" / "models"
 CHIPS = ["Ascend310", "Ascend910B2", "Ascend310P3"]

@@ -18,11 +18,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tunebank.tuner.config import TuneSelection  # noqa: E402
-from tunebank.tuner.costmodel import CostModel  # noqa: E402
-from tunebank.tuner.model import load_model  # noqa: E402
-from tunebank.tuner.plan import plan_tune  # noqa: E402
-from tunebank.tuner.socs import get_soc  # noqa: E402
+from tunebank.tuner.measure.costmodel import CostModel  # noqa: E402
+from tunebank.tuner.measure.socs import get_soc  # noqa: E402
+from tunebank.tuner.model.reading import load_model  # noqa: E402
+from tunebank.tuner.plan.grouping import plan_tune  # noqa: E402
+from tunebank.tuner.plan.selection import TuneSelection  # noqa: E402
 
 
 def main() -> None:

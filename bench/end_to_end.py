@@ -31,10 +31,10 @@ sys.path.insert(0, str(ROOT))
 from bench.scale import clean_env  # noqa: E402
 from fixtures.make_bert import build as build_bert  # noqa: E402
 from fixtures.model_versions import dilated  # noqa: E402
-from tunebank.tuner.config import TuneSelection  # noqa: E402
-from tunebank.tuner.model import load_model, parse_input_shapes  # noqa: E402
-from tunebank.tuner.plan import KeyGroup, plan_tune  # noqa: E402
-from tunebank.tuner.socs import get_soc  # noqa: E402
+from tunebank.tuner.measure.socs import get_soc  # noqa: E402
+from tunebank.tuner.model.reading import load_model, parse_input_shapes  # noqa: E402
+from tunebank.tuner.plan.grouping import KeyGroup, plan_tune  # noqa: E402
+from tunebank.tuner.plan.selection import TuneSelection  # noqa: E402
 
 MODELS = ROOT / "fixtures" / "models"
 SOC = "Ascend910B2"

@@ -1,7 +1,7 @@
 """The exact optimum of every key the search benchmarks judge, cached in bench/optima.json.
 
 The optimum of a key is found by pricing every candidate of its space that fits the chip
-(tuner/optimum.py); nothing is left to a long search of the methods being judged. The cache is
+(tuner/search/optimum.py); nothing is left to a long search of the methods being judged. The cache is
 keyed by chip and repo_key and stamped with the cost model's version; a stale or missing cache
 is made again by one command:
 
@@ -23,9 +23,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tunebank.tuner.costmodel import COST_MODEL_VERSION, CostModel  # noqa: E402
-from tunebank.tuner.optimum import exact_optimum  # noqa: E402
-from tunebank.tuner.plan import KeyGroup  # noqa: E402
+from tunebank.tuner.measure.costmodel import COST_MODEL_VERSION, CostModel  # noqa: E402
+from tunebank.tuner.plan.grouping import KeyGroup  # noqa: E402
+from tunebank.tuner.search.optimum import exact_optimum  # noqa: E402
 
 CACHE = ROOT / "bench" / "optima.json"
 

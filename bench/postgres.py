@@ -76,7 +76,7 @@ def plain_copy_in(url: str, rows: list[tuple[Any, ...]]) -> float:
     import psycopg
 
     from tunebank.bank.store.postgres import conninfo
-    from tunebank.bank.store.statements import EVENT_COLUMNS
+    from tunebank.bank.store.schema.statements import EVENT_COLUMNS
 
     with psycopg.connect(conninfo(url)) as conn:
         started = time.perf_counter()
@@ -93,7 +93,7 @@ def plain_copy_out(url: str) -> float:
     import psycopg
 
     from tunebank.bank.store.postgres import conninfo
-    from tunebank.bank.store.statements import select_events
+    from tunebank.bank.store.schema.statements import select_events
 
     with psycopg.connect(conninfo(url)) as conn:
         started = time.perf_counter()

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from bench.workload import events  # noqa: E402
 from tunebank.bank.events import GENESIS_HASH, StoredEvent  # noqa: E402
 from tunebank.bank.formats.jsonl import event_line, header_line  # noqa: E402
-from tunebank.bank.rows import event_values  # noqa: E402
+from tunebank.bank.store.rows import event_values  # noqa: E402
 
 
 @dataclass

@@ -46,15 +46,16 @@ from bench.optima import optima  # noqa: E402
 from fixtures.make_bert import write as write_bert  # noqa: E402
 from fixtures.model_versions import dilated  # noqa: E402
 from tunebank.bank import Bank  # noqa: E402
-from tunebank.tuner.config import TuneSelection  # noqa: E402
-from tunebank.tuner.costmodel import CostModel  # noqa: E402
 from tunebank.tuner.flow import tune  # noqa: E402
-from tunebank.tuner.model import load_model  # noqa: E402
+from tunebank.tuner.measure.costmodel import CostModel  # noqa: E402
+from tunebank.tuner.measure.socs import get_soc  # noqa: E402
+from tunebank.tuner.measure.space import FitCheck  # noqa: E402
+from tunebank.tuner.model.reading import load_model  # noqa: E402
 from tunebank.tuner.options import TuneOptions  # noqa: E402
-from tunebank.tuner.plan import KeyGroup, plan_tune  # noqa: E402
-from tunebank.tuner.search import Evaluator, FitCheck, SearchError, make_search  # noqa: E402
-from tunebank.tuner.socs import get_soc  # noqa: E402
-from tunebank.tuner.transfer import Donors, start_from  # noqa: E402
+from tunebank.tuner.plan.grouping import KeyGroup, plan_tune  # noqa: E402
+from tunebank.tuner.plan.selection import TuneSelection  # noqa: E402
+from tunebank.tuner.search.strategies import Evaluator, SearchError, make_search  # noqa: E402
+from tunebank.tuner.search.transfer import Donors, start_from  # noqa: E402
 
 SOCS = ("Ascend910B2", "Ascend310P3")
 TRANSFER_SOC = "Ascend910B2"

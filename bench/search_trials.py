@@ -7,7 +7,7 @@ runs, on the 60 Cube keys of bench/search_quality.py's scratch suite against the
 four searches with the same budget rule as `bank tune` (distinct candidates, default included):
 
 - ``ga``: tunebank's GeneticSearch as shipped, its descent repairing the moves that do not fit
-  the chip (:meth:`tuner.search.BaseSearch._line`); ``ga-no-repair``, the same without;
+  the chip (:meth:`tuner.search.strategies.BaseSearch._line`); ``ga-no-repair``, the same without;
 - ``ga+rank``: the same descent, then each generation breeds 16 times the children it needs and
   measures those a ridge regression ranks best (log latency on a one-hot and a log2 value per
   knob, fitted to every candidate measured so far), a quarter drawn at random to keep exploring;
@@ -33,8 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.search_quality import Operator, geomean, suites, with_optima  # noqa: E402
-from tunebank.tuner.search import Evaluator, GeneticSearch, Measure  # noqa: E402
-from tunebank.tuner.space import SearchSpace  # noqa: E402
+from tunebank.tuner.measure.space import SearchSpace  # noqa: E402
+from tunebank.tuner.search.strategies import Evaluator, GeneticSearch, Measure  # noqa: E402
 
 RIDGE = 1.0
 PICK = 4

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.scale import write_events_file
 from tunebank.bank import Bank
-from tunebank.bank.imports import apply_import, read_imports
+from tunebank.bank.exchange.imports import apply_import, read_imports
 
 
 def timed(work: object) -> float:

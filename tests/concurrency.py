@@ -84,13 +84,13 @@ def make_events_file(folder: Path) -> Path:
     sys.path.insert(0, str(ROOT))
     from fixtures.demo_bank import build
     from tunebank.bank import Bank
-    from tunebank.bank.formats.jsonl import write_events
+    from tunebank.bank.formats.jsonl import write_event_rows
 
     source = folder / "source.db"
     build(str(source))
     out = folder / "source-events.jsonl"
     with Bank.open(str(source)) as bank, out.open("w", encoding="utf-8") as handle:
-        write_events(handle, bank.events(), bank.bank_id)
+        write_event_rows(handle, bank.event_rows(), bank.bank_id)
     return out
 
 

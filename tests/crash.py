@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tunebank.bank import Outcome
     from tunebank.tuner.flow import Reporter
-    from tunebank.tuner.plan import KeyGroup
+    from tunebank.tuner.plan.grouping import KeyGroup
 
 
 def _killing_reporter(inner: Reporter, key: int, delay_s: float) -> Reporter:

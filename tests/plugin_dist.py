@@ -1,5 +1,5 @@
 """A backend plug-in installed the way pip would leave it: a module and a ``dist-info`` folder
-declaring its entry points, put on the path. Used by the tests of tuner/plugins.py."""
+declaring its entry points, put on the path. Used by the tests of tuner/measure/plugins.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tunebank.tuner.plugins import ENTRY_POINTS
+from tunebank.tuner.measure.plugins import ENTRY_POINTS
 
 
 def install_plugin(site: Path, monkeypatch: pytest.MonkeyPatch, module: str, source: str,

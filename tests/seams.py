@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tunebank.bank import Bank
-from tunebank.bank.imports import ImportReport, Resolver, apply_import, read_imports
+from tunebank.bank.exchange.imports import ImportReport, Resolver, apply_import, read_imports
 from tunebank.bank.projection import Projection
 
 _DROP_TRIGGERS = {

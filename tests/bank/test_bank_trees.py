@@ -13,10 +13,10 @@ from freezegun import freeze_time
 from fixtures.aoe_banks import Quirks, TreeSpec, entry, quirky_tree
 from tests.seams import import_paths
 from tunebank.bank import Bank, BankError
-from tunebank.bank.diff import diff_policies, tree_policies
-from tunebank.bank.exports import export_tree
+from tunebank.bank.exchange.diff import diff_policies, tree_policies
+from tunebank.bank.exchange.exports import export_tree
+from tunebank.bank.exchange.merge import merge_into
 from tunebank.bank.formats.aoe_repo import bank_files, read_tree
-from tunebank.bank.merge import merge_into
 
 
 def _entries(path: Path) -> list[str]:

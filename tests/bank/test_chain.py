@@ -9,21 +9,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tunebank.bank.chain
-import tunebank.bank.verify
+import tunebank.bank.audit.chain
+import tunebank.bank.audit.verify
 from tests.bank.test_tamper import _bank_with_history, _tampered
 from tunebank.bank import Bank
-from tunebank.bank.chain import Chunks, check_chunks, checked_in_workers, row_problems, workers_for
+from tunebank.bank.audit.chain import Chunks, check_chunks, checked_in_workers, row_problems, workers_for
+from tunebank.bank.audit.verify import VerifyReport
 from tunebank.bank.errors import BankError
 from tunebank.bank.events import readable_row
-from tunebank.bank.rows import values_to_logged
-from tunebank.bank.verify import VerifyReport
+from tunebank.bank.store.rows import values_to_logged
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork: Linux only")
 
 
 def _report(path: Path, workers: int, monkeypatch: pytest.MonkeyPatch) -> VerifyReport:
-    monkeypatch.setattr(tunebank.bank.verify, "workers_for", lambda url, events: workers)
+    monkeypatch.setattr(tunebank.bank.audit.verify, "workers_for", lambda url, events: workers)
     with Bank.open(str(path)) as opened:
         return opened.verify()
 
@@ -66,8 +66,8 @@ def test_ranges_cover_every_seq_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
                                      workers: int) -> None:
     path = tmp_path / "bank.db"
     _bank_with_history(path)
-    monkeypatch.setattr(tunebank.bank.chain, "CHUNK", 2)  # many ranges for workers and parent to share
-    monkeypatch.setattr(tunebank.bank.chain, "rows_problems", _seen)  # forked workers see it too
+    monkeypatch.setattr(tunebank.bank.audit.chain, "CHUNK", 2)  # many ranges for workers and parent to share
+    monkeypatch.setattr(tunebank.bank.audit.chain, "rows_problems", _seen)  # forked workers see it too
     with Bank.open(str(path)) as opened:
         rows = list(opened.store.iter_event_rows())
         with checked_in_workers(f"sqlite:///{path}", len(rows), workers) as results:
@@ -80,7 +80,7 @@ def test_one_process_alone_takes_every_range(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "bank.db"
     _bank_with_history(path)
-    monkeypatch.setattr(tunebank.bank.chain, "rows_problems", _seen)
+    monkeypatch.setattr(tunebank.bank.audit.chain, "rows_problems", _seen)
     with Bank.open(str(path)) as opened:
         rows = list(opened.store.iter_event_rows())
         seen = check_chunks(opened.store, Chunks(len(rows), 4))
@@ -97,7 +97,7 @@ def test_row_problems_names_the_seq(tmp_path: Path) -> None:
 
 
 def test_no_workers_for_a_short_log_or_a_bank_in_memory() -> None:
-    assert workers_for("sqlite:///bank.db", tunebank.bank.chain.PARALLEL_FROM - 1) == 0
+    assert workers_for("sqlite:///bank.db", tunebank.bank.audit.chain.PARALLEL_FROM - 1) == 0
     assert workers_for("sqlite://", 10**7) == 0
     assert workers_for("sqlite:///:memory:", 10**7) == 0
 

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from tests.conftest import oc
 from tests.seams import tamper
 from tunebank.bank import Bank, BankError
+from tunebank.bank.audit.verify import VerifyReport
 from tunebank.bank.formats.jsonl import Anchor
-from tunebank.bank.verify import VerifyReport
 from tunebank.cli.main import app
 
 runner = CliRunner()

@@ -20,7 +20,7 @@ from tests.conftest import oc
 from tunebank.bank import Bank
 from tunebank.bank.canonical import canonical_json
 from tunebank.bank.events import GENESIS_HASH, chain_hash, event_id_of
-from tunebank.bank.formats.jsonl import write_events
+from tunebank.bank.formats.jsonl import write_event_rows
 from tunebank.cli.main import app
 
 runner = CliRunner()
@@ -29,7 +29,7 @@ runner = CliRunner()
 def _export(db: Path, out: Path) -> str:
     """Export the bank's log to ``out``; return its head as `bank verify --head` prints it."""
     with Bank.open(str(db)) as bank, out.open("w", encoding="utf-8") as handle:
-        write_events(handle, bank.events(), bank.bank_id)
+        write_event_rows(handle, bank.event_rows(), bank.bank_id)
     head = json.loads(runner.invoke(app, ["verify", "--db", str(db), "--json"]).stdout)["head"]
     return str(head)
 

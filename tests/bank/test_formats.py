@@ -14,10 +14,10 @@ import pytest
 from tests.conftest import oc
 from tests.seams import import_paths
 from tunebank.bank import Bank, BankError
-from tunebank.bank.exports import export_tree
+from tunebank.bank.exchange.exports import export_tree
 from tunebank.bank.formats.aoe_repo import entry_id, read_tree
 from tunebank.bank.formats.csv_policies import write_policies
-from tunebank.bank.formats.jsonl import write_events
+from tunebank.bank.formats.jsonl import write_event_rows
 
 
 def _filled(path: Path) -> Bank:
@@ -92,7 +92,7 @@ def test_events_file_round_trip_is_idempotent_and_checked(tmp_path: Path) -> Non
     with _filled(tmp_path / "a.db") as source:
         path = tmp_path / "events.jsonl"
         with path.open("w") as handle:
-            assert write_events(handle, source.events(), source.bank_id) == source.head()
+            assert write_event_rows(handle, source.event_rows(), source.bank_id) == source.head()
         with Bank.open("sqlite://", create=True) as target:
             first = import_paths(target, [path], None)
             assert first.appended == source.head()

@@ -12,9 +12,9 @@ import pytest
 from fixtures.make_aoe_files import FILES, write
 from tests.seams import import_paths
 from tunebank.bank import Bank, BankError
-from tunebank.bank.exports import task_result
+from tunebank.bank.exchange.exports import task_result
+from tunebank.bank.exchange.imports import ImportSource, task_id_of
 from tunebank.bank.formats.aoe_results import load_result_file
-from tunebank.bank.imports import ImportSource, task_id_of
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "aoe"
 
@@ -171,7 +171,7 @@ def test_ops_the_model_keys_alike_still_count_apart(bank: Bank) -> None:
 
     path = FIXTURES / V1
     (report,) = load_result_file(path)
-    from tunebank.bank.imports import ImportSource, report_events
+    from tunebank.bank.exchange.imports import ImportSource, report_events
 
     events, unresolved = report_events(report, ImportSource("ab" * 32, "Ascend310"), same_key)
     bank.append(events)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import oc
 from tunebank.bank import Bank, Outcome
-from tunebank.bank.merge import merge_into
+from tunebank.bank.exchange.merge import merge_into
 
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -116,7 +116,7 @@ def test_merge_says_what_changed_as_diff_predicts(a: Any, b: Any) -> None:
     """New keys are the keys only the source held, faster ones are those whose source policy
     was strictly faster, and ties (another policy of the same time winning by event id) are
     counted apart: they are the keys ``bank diff`` shows as the same time."""
-    from tunebank.bank.diff import diff_policies
+    from tunebank.bank.exchange.diff import diff_policies
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)

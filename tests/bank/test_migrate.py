@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from tests.conftest import oc
 from tunebank.bank import Bank, BankError
-from tunebank.bank.migrate import SchemaVersionError
-from tunebank.bank.schema import SCHEMA_VERSION
+from tunebank.bank.store.migrate import SchemaVersionError
+from tunebank.bank.store.schema.tables import SCHEMA_VERSION
 from tunebank.cli.main import app
 
 SCHEMA2 = Path(__file__).resolve().parents[2] / "fixtures" / "banks" / "schema2.db"

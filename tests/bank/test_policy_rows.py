@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from tunebank.bank.events import Event, EventKind, StoredEvent
 from tunebank.bank.projection import policy_of
-from tunebank.bank.rows import policy_row_of, policy_values, row_fingerprint
+from tunebank.bank.store.rows import policy_row_of, policy_values, row_fingerprint
 
 _SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
                      st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=6))

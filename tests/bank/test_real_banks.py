@@ -15,7 +15,7 @@ from freezegun import freeze_time
 
 from tests.seams import import_paths
 from tunebank.bank import Bank
-from tunebank.bank.exports import export_tree
+from tunebank.bank.exchange.exports import export_tree
 from tunebank.bank.formats.aoe_repo import bank_files, read_tree
 
 _CANDIDATES = (Path(__file__).resolve().parents[3] / "shared" / "aoe-banks",

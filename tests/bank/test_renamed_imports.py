@@ -14,8 +14,8 @@ import pytest
 
 from tests.seams import import_paths
 from tunebank.bank import Bank
-from tunebank.bank.formats.jsonl import write_events
-from tunebank.bank.merge import merge_into
+from tunebank.bank.exchange.merge import merge_into
+from tunebank.bank.formats.jsonl import write_event_rows
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "aoe"
 NAMES = sorted(p.name for p in FIXTURES.glob("*.json"))
@@ -67,7 +67,7 @@ def test_two_banks_that_imported_the_two_names_merge_to_one_copy(tmp_path: Path)
     with Bank.open(b) as bank:  # and one bank takes the other's events export
         export = tmp_path / "b.jsonl"
         with export.open("w", encoding="utf-8") as handle:
-            write_events(handle, bank.events(), bank.bank_id)
+            write_event_rows(handle, bank.event_rows(), bank.bank_id)
     with Bank.open(a) as bank:
         taken = import_paths(bank, [export], None)
         assert taken.appended == 0 and bank.head() == head

@@ -13,10 +13,10 @@ import pytest
 
 from tests.conftest import oc
 from tunebank.bank import Bank
-from tunebank.bank.schema import EventRow, PolicyRow, TaskRow
-from tunebank.bank.store import statements
-from tunebank.bank.store.create import MODELS, table_of
 from tunebank.bank.store.driver import Db
+from tunebank.bank.store.schema import statements
+from tunebank.bank.store.schema.ddl import MODELS, table_of
+from tunebank.bank.store.schema.tables import EventRow, PolicyRow, TaskRow
 
 _OF_TABLE = {table_of(model).name: model for model in MODELS}
 

@@ -245,8 +245,8 @@ class TestConcurrency:
 
 class TestSchemaVersion:
     def test_an_older_bank_is_refused_then_upgraded_in_place(self, bank: Bank) -> None:
-        from tunebank.bank.migrate import upgrade
-        from tunebank.bank.version import SCHEMA_VERSION, SchemaVersionError, check_version
+        from tunebank.bank.store.migrate import upgrade
+        from tunebank.bank.store.schema.version import SCHEMA_VERSION, SchemaVersionError, check_version
 
         finished_task(bank, [oc("add", "1"), oc("unsatisfied", "2")])
         before = stored_projection(bank)

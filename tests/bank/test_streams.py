@@ -14,7 +14,7 @@ from tests.seams import stored_projection
 from tunebank.bank import Bank
 from tunebank.bank.errors import BankError, OutcomeRuleError
 from tunebank.bank.events import Event
-from tunebank.bank.formats.jsonl import write_events
+from tunebank.bank.formats.jsonl import write_event_rows
 from tunebank.cli.common import write_to_bank
 from tunebank.cli.main import app
 
@@ -72,7 +72,7 @@ def _events_file(tmp_path: Path, events: list[Event]) -> Path:
         source.append(events)
         path = tmp_path / "log.jsonl"
         with path.open("w", encoding="utf-8") as handle:
-            write_events(handle, source.events(), source.bank_id)
+            write_event_rows(handle, source.event_rows(), source.bank_id)
     return path
 
 

@@ -179,7 +179,7 @@ def test_usage_errors_are_one_line(args: list[str], message: str, tmp_path: Path
 
 
 def test_version_and_short_help() -> None:
-    from tunebank.bank.version import tool_version
+    from tunebank import tool_version
 
     version = runner.invoke(app, ["--version"])
     assert version.exit_code == 0 and version.stdout == f"bank (tunebank) {tool_version()}\n"

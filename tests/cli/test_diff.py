@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from fixtures.model_versions import dilated
 from tests.conftest import oc
 from tunebank.bank import Bank
-from tunebank.bank.diff import diff_policies
+from tunebank.bank.exchange.diff import diff_policies
 from tunebank.cli.main import app
 
 runner = CliRunner()

@@ -121,7 +121,7 @@ def test_query_finds_entries_by_what_made_them(tmp_path: Path, monkeypatch: pyte
     ok("tune", VGG, "--soc-version", "Ascend310", "--db", "a.db", "--budget", "16")
     ok("import", AOE[0], "--soc-version", "Ascend310", "--db", "a.db")
     everything = json.loads(ok("query", "--db", "a.db", "--json"))
-    from tunebank.tuner.costmodel import COST_MODEL_VERSION
+    from tunebank.tuner.measure.costmodel import COST_MODEL_VERSION
 
     simulated = json.loads(ok("query", "--db", "a.db", "--cost-model-version", COST_MODEL_VERSION,
                               "--json"))

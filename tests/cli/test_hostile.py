@@ -37,7 +37,8 @@ from tests.hostile import (
 )
 from tests.seams import import_paths
 from tunebank.bank import Bank
-from tunebank.bank.formats.jsonl import write_events
+from tunebank.bank.formats.jsonl import write_event_rows
+from tunebank.bank.store.rows import event_values
 from tunebank.cli.main import app
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ def events_export(scratch: Path) -> str:
         build(str(source))
     out = scratch / "source-events.jsonl"
     with Bank.open(str(source)) as bank, out.open("w", encoding="utf-8") as handle:
-        write_events(handle, bank.events(), bank.bank_id)
+        write_event_rows(handle, bank.event_rows(), bank.bank_id)
     return out.read_text(encoding="utf-8")
 
 
@@ -254,7 +255,8 @@ def _door_input(door: str, name: str, folder: Path) -> list[str]:
                      "bank:hostile", {"job_type": "opat", "tuning_name": "t"})
     link = event.link_hash("0" * 64, 1)
     with (folder / "events.jsonl").open("w", encoding="utf-8") as handle:
-        write_events(handle, [StoredEvent(1, event.event_id, event, "0" * 64, link)], "hostile")
+        stored = StoredEvent(1, event.event_id, event, "0" * 64, link)
+        write_event_rows(handle, [event_values(stored)], "hostile")
     return ["import", str(folder / "events.jsonl")]
 
 
@@ -568,11 +570,11 @@ def test_a_read_only_bank_reads_and_refuses_writes_in_one_line(base_bank: Path) 
     st.builds(lambda n: np.zeros((n, 2)), st.integers(0, 3)),
     st.just(np.array(["1.0", "2.0", "3.0"])), st.just(np.array([object()] * 3))))
 def test_whatever_a_backend_answers_is_checked_times_or_one_refusal(answer: object) -> None:
-    """tuner/plugins.py's boundary: three candidates, any answer. Either three times, each a
+    """tuner/measure/plugins.py's boundary: three candidates, any answer. Either three times, each a
     plausible positive time or inf, or MeasurementFailed: never another exception, never a
     bad value let through."""
-    from tunebank.tuner.measure import MeasurementFailed
-    from tunebank.tuner.plugins import MAX_US, MIN_US, checked_times
+    from tunebank.tuner.measure.backend import MeasurementFailed
+    from tunebank.tuner.measure.plugins import MAX_US, MIN_US, checked_times
 
     try:
         times = checked_times(answer, 3, "backend 'x' measuring key 1 on Ascend310")
@@ -630,7 +632,7 @@ def test_conv_shapes_are_positive_or_refused(kernel: int, stride: int, pad: int,
     naming the operator."""
     import uuid
 
-    from tunebank.tuner.model import ModelError, load_model
+    from tunebank.tuner.model.reading import ModelError, load_model
 
     graph = helper.make_graph(
         [helper.make_node("Conv", ["x", "w"], ["y"], name="c", strides=[stride, stride],

@@ -131,13 +131,13 @@ def test_a_result_file_chip_must_be_a_plain_name_even_when_unknown_chips_are_all
 
 def test_events_files_and_merges_refuse_a_chip_that_is_a_path(tmp_path: Path) -> None:
     import tunebank.bank.store.writes
-    import tunebank.tuner.socs
+    import tunebank.tuner.measure.socs
 
     hostile = str(tmp_path / "hostile.db")
     events = tmp_path / "hostile.jsonl"
     with pytest.MonkeyPatch.context() as patch:  # the bank a hostile colleague would build
         patch.setattr(tunebank.bank.store.writes, "check_chip", lambda *_: None)
-        patch.setattr(tunebank.tuner.socs, "is_plain_name", lambda _: True)
+        patch.setattr(tunebank.tuner.measure.socs, "is_plain_name", lambda _: True)
         _ok("import", str(_result_file(tmp_path / "r.json")), "--soc-version", "/tmp/abs",
             "--allow-unknown-soc", "--db", hostile)
         _ok("export", "--format", "jsonl", "--out", str(events), "--db", hostile)

@@ -145,7 +145,7 @@ def test_plan_names_the_nearest_known_keys_and_history_what_was_borrowed(
                                             "--json"]).stdout)
     history = runner.invoke(app, ["history", "--repo-key", new[0]["repo_key"], "--db", "b.db"])
     first_task = json.loads(first.stdout)["task_id"]
-    from tunebank.tuner.transfer import NEIGHBOURS
+    from tunebank.tuner.search.transfer import NEIGHBOURS
 
     assert f"{new[0]['nearest'][0]['repo_key']} of {first_task} (1.0) +{NEIGHBOURS - 1}" in history.stdout
     assert second["task_id"] in history.stdout

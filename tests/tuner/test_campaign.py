@@ -19,14 +19,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import tunebank.tuner.executors
+import tunebank.tuner.search.executors
 from tunebank.bank import Bank
 from tunebank.cli.main import app
-from tunebank.tuner.campaign import run_campaign
-from tunebank.tuner.campaign_file import CampaignModel
-from tunebank.tuner.executors import InProcess, OnDask
+from tunebank.tuner.campaign.file import CampaignModel
+from tunebank.tuner.campaign.runner import run_campaign
+from tunebank.tuner.errors import TuneError
 from tunebank.tuner.flow import Reporter, tune
-from tunebank.tuner.options import TuneError, TuneOptions
+from tunebank.tuner.options import TuneOptions
+from tunebank.tuner.search.executors import InProcess, OnDask
 
 runner = CliRunner()
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
@@ -125,7 +126,7 @@ def test_a_campaign_writes_each_tasks_files_in_a_folder_of_its_own(tmp_path: Pat
 def test_a_campaign_refused_is_one_line_and_writes_nothing(tmp_path: Path, args: list[str],
                                                            message: str,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(tunebank.tuner.executors, "CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setattr(tunebank.tuner.search.executors, "CONNECT_TIMEOUT_S", 1)
     models = _models(tmp_path)
     result = runner.invoke(app, ["tune", *map(str, models), "--soc-version", "Ascend310",
                                  "--db", str(tmp_path / "b.db"), *args])
@@ -309,8 +310,8 @@ def test_a_campaign_killed_with_sigkill_resumes_to_the_bank_of_one_never_killed(
 def test_a_failed_search_anywhere_in_a_batch_raises_its_own_error() -> None:
     """distributed's batches raise for a batch's first future only; a failed search later in
     the batch must raise its own error too, not arrive as a (type, error, traceback) result."""
-    from tunebank.tuner.executors import raise_failed
-    from tunebank.tuner.measure import MeasurementFailed
+    from tunebank.tuner.measure.backend import MeasurementFailed
+    from tunebank.tuner.search.executors import raise_failed
 
     class Done:
         def __init__(self, error: Exception | None = None) -> None:

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from tests.tuner.conftest import BERT_SHAPE, MODELS
-from tunebank.tuner.config import TuneSelection
-from tunebank.tuner.costmodel import CostModel
-from tunebank.tuner.model import load_model
-from tunebank.tuner.plan import plan_tune
-from tunebank.tuner.socs import SOCS, UnknownSocError, get_soc
-from tunebank.tuner.space import matmul_space, space_for
-from tunebank.tuner.workload import ConvWork, MatmulWork, VectorWork
+from tunebank.tuner.measure.costmodel import CostModel
+from tunebank.tuner.measure.socs import SOCS, UnknownSocError, get_soc
+from tunebank.tuner.measure.space import matmul_space, space_for
+from tunebank.tuner.model.reading import load_model
+from tunebank.tuner.model.workload import ConvWork, MatmulWork, VectorWork
+from tunebank.tuner.plan.grouping import plan_tune
+from tunebank.tuner.plan.selection import TuneSelection
 
 
 def _random(space, n: int, seed: int = 0) -> np.ndarray:  # type: ignore[no-untyped-def]

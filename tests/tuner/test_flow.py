@@ -12,10 +12,10 @@ import pytest
 
 from tests.tuner.conftest import BERT_SHAPE, MODELS
 from tunebank.bank import Bank, BankError
-from tunebank.tuner.costmodel import CostModel
-from tunebank.tuner.coverage import coverage
 from tunebank.tuner.flow import TuneReport, tune
+from tunebank.tuner.measure.costmodel import CostModel
 from tunebank.tuner.options import TuneOptions
+from tunebank.tuner.plan.coverage import coverage
 
 ROOT = Path(__file__).resolve().parents[2]
 VGG = MODELS / "vgg19.onnx"
@@ -77,10 +77,10 @@ def test_retune_never_makes_an_entry_slower(tmp_path: Path) -> None:
 
 def test_next_model_version_measures_only_new_keys(tmp_path: Path,
                                                    bert_models: tuple[Path, Path]) -> None:
-    from tunebank.tuner.config import TuneSelection
-    from tunebank.tuner.model import load_model
-    from tunebank.tuner.plan import plan_tune
-    from tunebank.tuner.socs import get_soc
+    from tunebank.tuner.measure.socs import get_soc
+    from tunebank.tuner.model.reading import load_model
+    from tunebank.tuner.plan.grouping import plan_tune
+    from tunebank.tuner.plan.selection import TuneSelection
 
     v1, v2 = bert_models
     soc = get_soc("Ascend310")
@@ -115,7 +115,7 @@ def test_a_new_input_shape_is_new_keys(tmp_path: Path, bert_models: tuple[Path, 
 
 def test_a_new_run_beside_an_unfinished_task_says_so(tmp_path: Path) -> None:
     with Bank.open(str(tmp_path / "b.db"), create=True) as bank:
-        from tunebank.tuner.model import load_model
+        from tunebank.tuner.model.reading import load_model
 
         digest = load_model(VGG).sha256
         stale = bank.start_task("Ascend310", tuning_name="stale", model_hash=digest)
@@ -269,7 +269,7 @@ def test_the_result_file_is_rewritten_as_keys_double_not_per_key(
 
 
 def test_reload_continues_an_unfinished_task_of_its_own_job_type(tmp_path: Path) -> None:
-    from tunebank.tuner.model import load_model
+    from tunebank.tuner.model.reading import load_model
 
     db = tmp_path / "b.db"
     with Bank.open(str(db), create=True) as bank:
@@ -288,10 +288,10 @@ def test_the_budget_counts_every_distinct_candidate_the_default_included(mode: s
                                                                          tmp_path: Path) -> None:
     """`--budget 16` measures 16 candidates of a key whose space is larger (the compiler's
     default, priced first, is one of them), and the whole space of a smaller one."""
-    from tunebank.tuner.config import TuneSelection
-    from tunebank.tuner.model import load_model
-    from tunebank.tuner.plan import plan_tune
-    from tunebank.tuner.socs import get_soc
+    from tunebank.tuner.measure.socs import get_soc
+    from tunebank.tuner.model.reading import load_model
+    from tunebank.tuner.plan.grouping import plan_tune
+    from tunebank.tuner.plan.selection import TuneSelection
 
     report = run_tune(tmp_path / "b.db", tmp_path, budget=16, mode=mode)
     plan = plan_tune(load_model(VGG), get_soc("Ascend310"), TuneSelection())

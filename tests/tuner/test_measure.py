@@ -15,21 +15,21 @@ from typer.testing import CliRunner
 
 from tests.plugin_dist import install_plugin
 from tunebank.cli.main import app
-from tunebank.tuner.costmodel import COST_MODEL_VERSION
-from tunebank.tuner.measure import BackendError, BackendSettings, KeyWork
-from tunebank.tuner.plugins import ENTRY_POINTS, backend_names, open_backend
-from tunebank.tuner.sim import SimBackend
-from tunebank.tuner.socs import SOCS
-from tunebank.tuner.space import vector_space
-from tunebank.tuner.workload import VectorWork
+from tunebank.tuner.measure.backend import BackendError, BackendSettings, KeyWork
+from tunebank.tuner.measure.costmodel import COST_MODEL_VERSION
+from tunebank.tuner.measure.plugins import ENTRY_POINTS, backend_names, open_backend
+from tunebank.tuner.measure.sim import SimBackend
+from tunebank.tuner.measure.socs import SOCS
+from tunebank.tuner.measure.space import vector_space
+from tunebank.tuner.model.workload import VectorWork
 
 runner = CliRunner()
 MODEL = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "squeezenet.onnx")
 
 PLUG_IN = '''
 """A backend a team might ship: the sim model 1.5 times slower, on one chip only."""
-from tunebank.tuner.measure import MeasurementBackend
-from tunebank.tuner.sim import SimBackend
+from tunebank.tuner.measure.backend import MeasurementBackend
+from tunebank.tuner.measure.sim import SimBackend
 
 
 class Npu(MeasurementBackend):
@@ -235,6 +235,6 @@ def test_a_backend_failing_on_a_dask_worker_is_the_same_one_line(
 
 
 def _model_hash() -> str:
-    from tunebank.tuner.model import load_model
+    from tunebank.tuner.model.reading import load_model
 
     return load_model(Path(MODEL), {}).sha256

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from tests.tuner.conftest import BERT_SHAPE, MODELS
-from tunebank.tuner.keys import info_dict, repo_key
-from tunebank.tuner.model import ModelError, load_model, parse_input_shapes
+from tunebank.tuner.model.keys import info_dict, repo_key
+from tunebank.tuner.model.reading import ModelError, load_model, parse_input_shapes
 
 
 @pytest.mark.parametrize("name", ["resnet50.onnx", "vgg19.onnx", "inception_v1.onnx", "squeezenet.onnx"])

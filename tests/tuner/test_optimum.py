@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from tests.tuner.conftest import BERT_SHAPE, MODELS
-from tunebank.tuner.config import TuneSelection
-from tunebank.tuner.costmodel import FIT_KNOBS, CostModel
-from tunebank.tuner.model import load_model
-from tunebank.tuner.optimum import exact_optimum, fitting_candidates
-from tunebank.tuner.plan import KeyGroup, plan_tune
-from tunebank.tuner.socs import SOCS
-from tunebank.tuner.subgraphs import plan_subgraphs
+from tunebank.tuner.measure.costmodel import FIT_KNOBS, CostModel
+from tunebank.tuner.measure.socs import SOCS
+from tunebank.tuner.model.reading import load_model
+from tunebank.tuner.plan.grouping import KeyGroup, plan_tune
+from tunebank.tuner.plan.selection import TuneSelection
+from tunebank.tuner.plan.subgraphs import plan_subgraphs
+from tunebank.tuner.search.optimum import exact_optimum, fitting_candidates
 
 
 def _groups(soc: str, bert: object) -> list[KeyGroup]:

@@ -1,4 +1,4 @@
-"""A misbehaving measurement plug-in, every way issue 29 found (tuner/plugins.py): each answer
+"""A misbehaving measurement plug-in, every way issue 29 found (tuner/measure/plugins.py): each answer
 that is not one time per candidate, positive and plausible, and each exception, exit or hang,
 is one line naming the backend (the key and chip where it measured); nothing bad is recorded,
 and the task stays resumable."""
@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-from tunebank.tuner.measure import MeasurementBackend
-from tunebank.tuner.sim import SimBackend
+from tunebank.tuner.measure.backend import MeasurementBackend
+from tunebank.tuner.measure.sim import SimBackend
 
 
 class Rogue(MeasurementBackend):
@@ -55,7 +55,7 @@ class Rogue(MeasurementBackend):
         if how == "fit-rubbish":
             return "fits"
         if how == "fit-answer-rubbish":
-            from tunebank.tuner.search import FitCheck
+            from tunebank.tuner.measure.space import FitCheck
             return FitCheck(lambda rows: "yes", frozenset({0}))
         return super().fit_check(key)
 

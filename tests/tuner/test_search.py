@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tunebank.tuner.costmodel import CostModel
-from tunebank.tuner.measure import BackendSettings, KeyWork
-from tunebank.tuner.search import REPAIRS, STRATEGIES, Evaluator, SearchError, make_search
-from tunebank.tuner.sim import SimBackend
-from tunebank.tuner.socs import SOCS
-from tunebank.tuner.space import SearchSpace, conv_space, matmul_space, vector_space
-from tunebank.tuner.workload import ConvWork, MatmulWork, VectorWork, Workload
+from tunebank.tuner.measure.backend import BackendSettings, KeyWork
+from tunebank.tuner.measure.costmodel import CostModel
+from tunebank.tuner.measure.sim import SimBackend
+from tunebank.tuner.measure.socs import SOCS
+from tunebank.tuner.measure.space import SearchSpace, conv_space, matmul_space, vector_space
+from tunebank.tuner.model.workload import ConvWork, MatmulWork, VectorWork, Workload
+from tunebank.tuner.search.strategies import REPAIRS, STRATEGIES, Evaluator, SearchError, make_search
 
 SPEC = SOCS["Ascend910B2"]
 MATMUL = MatmulWork(1, 512, 768, 3072, True)

@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 from fixtures.model_versions import dilated
 from tunebank.bank import Bank
 from tunebank.cli.main import app
-from tunebank.tuner.costmodel import CostModel
-from tunebank.tuner.model import load_model
-from tunebank.tuner.socs import get_soc
-from tunebank.tuner.subgraphs import partition, plan_subgraphs
+from tunebank.tuner.measure.costmodel import CostModel
+from tunebank.tuner.measure.socs import get_soc
+from tunebank.tuner.model.reading import load_model
+from tunebank.tuner.plan.subgraphs import partition, plan_subgraphs
 
 MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "models"
 RESNET, SQUEEZENET = MODELS / "resnet50.onnx", MODELS / "squeezenet.onnx"

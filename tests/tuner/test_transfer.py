@@ -12,14 +12,14 @@ import pytest
 from fixtures.model_versions import dilated
 from tests.tuner.conftest import BERT_SHAPE, MODELS
 from tunebank.bank import Bank
-from tunebank.tuner.config import TuneSelection
-from tunebank.tuner.costmodel import CostModel
 from tunebank.tuner.flow import TuneReport, tune
-from tunebank.tuner.model import load_model
+from tunebank.tuner.measure.costmodel import CostModel
+from tunebank.tuner.measure.socs import get_soc
+from tunebank.tuner.model.reading import load_model
 from tunebank.tuner.options import TuneOptions
-from tunebank.tuner.plan import plan_tune
-from tunebank.tuner.socs import get_soc
-from tunebank.tuner.transfer import distance, map_into, repair
+from tunebank.tuner.plan.grouping import plan_tune
+from tunebank.tuner.plan.selection import TuneSelection
+from tunebank.tuner.search.transfer import distance, map_into, repair
 
 RESNET = MODELS / "resnet50.onnx"
 CONV = {"op_type": "Conv", "attrs": {"strides": [1, 1]},
@@ -54,7 +54,7 @@ def test_distance_is_log2_shape_plus_penalties() -> None:
 
 def test_a_conv_with_a_bias_borrows_from_convs_without(tmp_path: Path) -> None:
     """ResNet-50's convolutions have no bias, VGG-19's have one: each is the other's neighbour."""
-    from tunebank.tuner.transfer import Donors
+    from tunebank.tuner.search.transfer import Donors
 
     db = tmp_path / "bank.db"
     tune(lambda: Bank.open(str(db), create=True),
@@ -153,7 +153,7 @@ def test_transfer_is_deterministic_for_every_mode(mode: str, tmp_path: Path,
 
 def test_the_nearest_keys_are_what_comparing_every_donor_finds(tmp_path: Path) -> None:
     """The grouped, bounded search for neighbours gives exactly the brute force's answer."""
-    from tunebank.tuner.transfer import NEIGHBOURS, OTHER_CHIP, Donors
+    from tunebank.tuner.search.transfer import NEIGHBOURS, OTHER_CHIP, Donors
 
     db = tmp_path / "donors.db"
     for model, soc in (("vgg19.onnx", "Ascend910B2"), ("squeezenet.onnx", "Ascend910B2"),
@@ -191,7 +191,7 @@ def test_the_nearest_keys_are_what_comparing_every_donor_finds(tmp_path: Path) -
 def test_an_info_dict_from_a_hostile_file_is_no_neighbour(odd: dict[str, Any]) -> None:
     """Imported banks may hold any JSON object as an info_dict: it is never a neighbour, and
     comparing with it raises nothing."""
-    from tunebank.tuner.transfer import Donors
+    from tunebank.tuner.search.transfer import Donors
 
     assert distance(CONV, odd) is None and distance(odd, CONV) is None
     assert Donors([]).nearest(odd, "Ascend310", "k") == []

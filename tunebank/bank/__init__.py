@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tunebank.bank.api import Bank, Outcome, policy_json, task_json
+    from tunebank.bank.audit.verify import VerifyReport
     from tunebank.bank.errors import (
         BankError,
         BankLocationError,
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from tunebank.bank.projection import SUMMARY_FIELDS, Policy, Projection
     from tunebank.bank.store import AppendResult, EventFilter, PolicyFilter
     from tunebank.bank.tasks import TaskView
-    from tunebank.bank.verify import VerifyReport
 
 _HOMES = {
     "tunebank.bank.api": ("Bank", "Outcome", "policy_json", "task_json"),
@@ -33,7 +33,7 @@ _HOMES = {
     "tunebank.bank.projection": ("SUMMARY_FIELDS", "Policy", "Projection"),
     "tunebank.bank.tasks": ("TaskView",),
     "tunebank.bank.store": ("AppendResult", "EventFilter", "PolicyFilter"),
-    "tunebank.bank.verify": ("VerifyReport",),
+    "tunebank.bank.audit.verify": ("VerifyReport",),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from tunebank.bank.audit.verify import RebuildReport, VerifyReport, rebuild, verify
 from tunebank.bank.canonical import canonical_json
 from tunebank.bank.errors import BankLocationError, OutcomeRuleError, UnknownTaskError
 from tunebank.bank.events import (
@@ -22,15 +23,15 @@ from tunebank.bank.events import (
 )
 from tunebank.bank.location import BankLocation, prepare_for_write, resolve, writable
 from tunebank.bank.projection import Policy, PolicyKey, Projection
-from tunebank.bank.rows import values_to_policy
-from tunebank.bank.store import AppendResult, EventFilter, EventStore, PolicyFilter, StreamResult, open_store
+from tunebank.bank.store import AppendResult, EventFilter, PolicyFilter, StreamResult, open_store
+from tunebank.bank.store.base import EventStore
+from tunebank.bank.store.rows import values_to_policy
+from tunebank.bank.store.schema.version import check_version
 from tunebank.bank.tasks import TaskView
-from tunebank.bank.verify import RebuildReport, VerifyReport, rebuild, verify
-from tunebank.bank.version import check_version
 
 if TYPE_CHECKING:
     from tunebank.bank.formats.jsonl import Anchor
-    from tunebank.bank.migrate import UpgradeReport
+    from tunebank.bank.store.migrate import UpgradeReport
 
 
 @dataclass(frozen=True)
@@ -134,13 +135,15 @@ class Bank:
 
     @classmethod
     def upgrade(cls, db: str | None = None, *, env: dict[str, str] | None = None) -> UpgradeReport:
-        """Bring the bank at ``db`` to this tunebank's schema version (see :mod:`bank.migrate`).
+        """Bring the bank at ``db`` to this tunebank's schema version (see :mod:`bank.store.migrate`).
 
         Raises:
             BankLocationError: there is no bank there.
             SchemaVersionError: the bank is newer than this tunebank.
         """
-        from tunebank.bank.migrate import upgrade  # the tables' DDL: SQLModel is loaded only here
+        from tunebank.bank.store.migrate import (
+            upgrade,  # the tables' DDL: SQLModel is loaded only here
+        )
 
         location = resolve(db, env)
         if not location.exists:
@@ -375,12 +378,12 @@ class Bank:
 
     def verify(self, anchor: Anchor | None = None) -> VerifyReport:
         """Check the database, the log and the projections, and with ``anchor`` that the log
-        passes through a link recorded elsewhere (see :func:`bank.verify.verify`)."""
+        passes through a link recorded elsewhere (see :func:`bank.audit.verify.verify`)."""
         return verify(self.store, anchor)
 
     def rebuild(self, *, force: bool = False, reindex: bool = False) -> RebuildReport:
         """Re-derive every projection from a log that verifies (any log with ``force``), after a
-        REINDEX with ``reindex`` (see :func:`bank.verify.rebuild`).
+        REINDEX with ``reindex`` (see :func:`bank.audit.verify.rebuild`).
 
         Raises:
             BankError: verify finds the log broken and ``force`` is not given.

@@ -16,9 +16,8 @@ from functools import cached_property
 from json.encoder import encode_basestring
 from typing import Any
 
-from tunebank.bank.canonical import canonical_json, parse_json, sha256_hex
+from tunebank.bank.canonical import canonical_json, finite_number, parse_json, sha256_hex, shown
 from tunebank.bank.errors import EventValidationError
-from tunebank.bank.formats.jsontext import finite_number, shown
 
 GENESIS_HASH = "0" * 64
 

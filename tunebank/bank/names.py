@@ -18,8 +18,8 @@ import os
 import re
 from pathlib import Path
 
+from tunebank.bank.canonical import shown
 from tunebank.bank.errors import BankError
-from tunebank.bank.formats.jsontext import shown
 
 MAX_NAME = 100
 """The longest chip or operator name put in a file name: AOE's are under 30 characters, and a

@@ -16,8 +16,8 @@ import sqlite3
 from tunebank.bank.errors import BankError
 from tunebank.bank.location import resolve
 from tunebank.bank.store.readonly import read_only_connection
+from tunebank.bank.store.schema.version import SCHEMA_VERSION
 from tunebank.bank.tasks import TaskView
-from tunebank.bank.version import SCHEMA_VERSION
 
 
 def quick_task(db: str | None, task_ref: str) -> TaskView | None:

@@ -153,7 +153,7 @@ def _alive(pid: int) -> bool:
 def check_socs(bank: Bank, names: Iterable[str | None], *, allow_unknown: bool = False) -> None:
     """Refuse a chip name that no command should take: not one `bank socs` lists nor one the
     bank holds (unless ``allow_unknown``), or one of those in the wrong case (see
-    :func:`tuner.socs.check_soc_name`).
+    :func:`tuner.measure.socs.check_soc_name`).
 
     Raises:
         UnknownSocError: a name is refused.
@@ -161,7 +161,7 @@ def check_socs(bank: Bank, names: Iterable[str | None], *, allow_unknown: bool =
     wanted = sorted({name for name in names if name is not None})
     if not wanted:
         return
-    from tunebank.tuner.socs import check_soc_name
+    from tunebank.tuner.measure.socs import check_soc_name
 
     in_bank = {task.soc_version for task in bank.tasks()}
     for name in wanted:

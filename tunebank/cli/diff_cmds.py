@@ -21,8 +21,8 @@ from tunebank.cli.common import (
 
 if TYPE_CHECKING:
     from tunebank.bank import Bank, Policy
-    from tunebank.bank.diff import BankDiff
-    from tunebank.tuner.versions import ModelDiff
+    from tunebank.bank.exchange.diff import BankDiff
+    from tunebank.tuner.plan.versions import ModelDiff
 
 
 @user_errors
@@ -78,7 +78,7 @@ def _open(name: str, which: str) -> Bank:
 def _diff_banks(a: str, b: str, soc_version: str | None, as_json: bool) -> bool:
     from contextlib import ExitStack
 
-    from tunebank.bank.diff import diff_policies
+    from tunebank.bank.exchange.diff import diff_policies
     from tunebank.bank.location import shown_source
 
     with ExitStack() as stack:
@@ -106,7 +106,7 @@ def _side(name: str, which: str, soc_version: str | None,
 
     path = Path(name).expanduser()
     if "://" not in name and (path.is_dir() or path.name.endswith(SUFFIX)):
-        from tunebank.bank.diff import tree_policies
+        from tunebank.bank.exchange.diff import tree_policies
         from tunebank.bank.formats.aoe_repo import read_tree
 
         return tree_policies(read_tree(path), soc_version), {}, None
@@ -145,10 +145,10 @@ def _recorded(by: str, origin: str, side: str) -> str:
 def _diff_models(models: list[Path], soc_version: str, db: str | None, job_type: str,
                  input_shape: str | None, as_json: bool) -> bool:
     from tunebank.bank.location import resolve
-    from tunebank.tuner.coverage import plan_of
-    from tunebank.tuner.model import parse_input_shapes
+    from tunebank.tuner.model.reading import parse_input_shapes
     from tunebank.tuner.options import job_type_of
-    from tunebank.tuner.versions import diff_models
+    from tunebank.tuner.plan.coverage import plan_of
+    from tunebank.tuner.plan.versions import diff_models
 
     kind, shapes = job_type_of(job_type), parse_input_shapes(input_shape)
     v1, v2 = (plan_of(path, soc_version, shapes, kind) for path in models)

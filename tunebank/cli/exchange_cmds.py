@@ -56,13 +56,13 @@ def import_(
 ) -> None:
     """Import AOE result files (OPAT v1/v2, SGAT), AOE bank trees or events files, all or nothing.
     A bank tree adds what it changes in the bank: importing it again adds nothing."""
+    from tunebank.bank.exchange.imports import apply_import, read_imports
     from tunebank.bank.formats.jsonl import Anchor
-    from tunebank.bank.imports import apply_import, read_imports
 
     resolve = model_name = model_hash = None
     if model is not None:
-        from tunebank.tuner.export import model_resolver
-        from tunebank.tuner.model import parse_input_shapes
+        from tunebank.tuner.model.reading import parse_input_shapes
+        from tunebank.tuner.plan.export import model_resolver
 
         resolve, model_name, model_hash = model_resolver(model, parse_input_shapes(input_shape))
     anchor = Anchor.parse(expect_head) if expect_head is not None else None
@@ -108,7 +108,7 @@ def _tree_lines(f: Any, in_bank: set[str]) -> None:
     """What an AOE bank tree came to: its entries, the chips the tuner cannot tune (kept as
     data all the same), a chip named like another but for the case, and every place in it that
     holds no entry."""
-    from tunebank.tuner.socs import SOCS
+    from tunebank.tuner.measure.socs import SOCS
 
     t = f.tree
     line = (f"{f.path}: {t.entries} entries: {t.new} new, {t.changed} changed, {t.unchanged} "
@@ -173,7 +173,7 @@ def export(
                 raise fail(f"--format {file_format.value} needs --task", code=2)
             if result_format not in ("v1", "v2"):
                 raise fail(f"--result-format: {result_format!r} is not v1 or v2", code=2)
-            from tunebank.bank.exports import task_result
+            from tunebank.bank.exchange.exports import task_result
 
             _write_json(out, task_result(bank, task, file_format.value, result_format))
 
@@ -204,8 +204,8 @@ def _write_json(out: Path | None, value: Any) -> None:
 
 
 def _export_repo(bank: Any, out: Path | None, core_num: int | None, merge: bool) -> None:
-    from tunebank.bank.exports import export_tree
-    from tunebank.tuner.socs import SOCS
+    from tunebank.bank.exchange.exports import export_tree
+    from tunebank.tuner.measure.socs import SOCS
 
     if out is None:
         raise fail("--format aoe-repo needs --out DIR", code=2)
@@ -225,8 +225,8 @@ def _export_tuning_result(bank: Any, out: Path | None, model: Path | None, soc_v
                           input_shape: str | None) -> None:
     if model is None or soc_version is None:
         raise fail("--format tuning-result needs --model and --soc-version", code=2)
-    from tunebank.tuner.export import model_tuning_result
-    from tunebank.tuner.model import parse_input_shapes
+    from tunebank.tuner.model.reading import parse_input_shapes
+    from tunebank.tuner.plan.export import model_tuning_result
 
     _write_json(out, model_tuning_result(bank, model, soc_version, parse_input_shapes(input_shape)))
 
@@ -240,8 +240,8 @@ def merge(
     """Merge other banks into this one: the union of their events, the best policy per key wins."""
     from tunebank.bank import Bank
     from tunebank.bank.errors import BankError
+    from tunebank.bank.exchange.merge import merge_into
     from tunebank.bank.location import shown_source
-    from tunebank.bank.merge import merge_into
 
     opened: list[Bank] = []
 

@@ -89,7 +89,7 @@ def _group(version: Annotated[bool, typer.Option(
 
 def _version(shown: bool) -> None:
     if shown:
-        from tunebank.bank.version import tool_version
+        from tunebank import tool_version
 
         say(f"bank (tunebank) {tool_version()}")
         raise typer.Exit()

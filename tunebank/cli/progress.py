@@ -10,7 +10,7 @@ from tunebank.tuner.flow import Reporter
 
 if TYPE_CHECKING:
     from tunebank.bank import Outcome
-    from tunebank.tuner.plan import KeyGroup
+    from tunebank.tuner.plan.grouping import KeyGroup
 
 WIDTH = 30
 """Characters of the bar."""

@@ -23,10 +23,10 @@ from tunebank.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from tunebank.tuner.campaign_file import CampaignModel
+    from tunebank.tuner.campaign.file import CampaignModel
     from tunebank.tuner.flow import Reporter, TuneReport
     from tunebank.tuner.options import TuneOptions
-    from tunebank.tuner.transfer import Neighbour
+    from tunebank.tuner.search.transfer import Neighbour
 
 
 class Mode(StrEnum):
@@ -121,9 +121,10 @@ def tune(
 
     Several models or several --soc-version make a campaign: a task per model and chip, each
     key searched once per chip; --workers or --scheduler spread the searches over Dask."""
+    from tunebank.tuner.errors import TuneError
     from tunebank.tuner.flow import tune as run_tune
-    from tunebank.tuner.model import parse_input_shapes
-    from tunebank.tuner.options import RESUMED, TuneError, TuneOptions, job_type_of
+    from tunebank.tuner.model.reading import parse_input_shapes
+    from tunebank.tuner.options import RESUMED, TuneOptions, job_type_of
 
     if workers is not None and scheduler is not None:
         raise TuneError("--workers and --scheduler: give one (a cluster started here, or a "
@@ -152,12 +153,12 @@ def tune(
         _campaign(options, entries, chips, db, workers, scheduler, show, as_json)
         return
     if len(models) > 1 or len(soc_versions) > 1 or workers is not None or scheduler is not None:
-        from tunebank.tuner.campaign import models_of
+        from tunebank.tuner.campaign.runner import models_of
 
         _campaign(options, models_of(models, options), soc_versions, db, workers, scheduler,
                   show, as_json)
         return
-    from tunebank.tuner.measure import MeasurementFailed
+    from tunebank.tuner.measure.backend import MeasurementFailed
 
     reporter = _progress() if show else None
     try:
@@ -179,8 +180,8 @@ def _campaign_file(path: Path, options: TuneOptions
     given on the command line that the file sets otherwise is an error), models and chips."""
     from dataclasses import replace
 
-    from tunebank.tuner.campaign_file import read_campaign
-    from tunebank.tuner.options import TuneError
+    from tunebank.tuner.campaign.file import read_campaign
+    from tunebank.tuner.errors import TuneError
 
     read = read_campaign(path)
     for name, value in read.settings.items():
@@ -194,9 +195,9 @@ def _campaign(options: TuneOptions, models: Sequence[CampaignModel], chips: Sequ
               db: str | None, workers: int | None, scheduler: str | None, show: bool,
               as_json: bool) -> None:
     """Several models, several chips, or searches spread over Dask: one campaign."""
-    from tunebank.tuner.campaign import check_campaign, run_campaign
-    from tunebank.tuner.executors import OnDask
-    from tunebank.tuner.measure import MeasurementFailed
+    from tunebank.tuner.campaign.runner import check_campaign, run_campaign
+    from tunebank.tuner.measure.backend import MeasurementFailed
+    from tunebank.tuner.search.executors import OnDask
 
     check_campaign(options, models, chips)  # before a cluster is started for nothing
     executor = None if workers is None and scheduler is None \
@@ -283,9 +284,9 @@ def plan(
     as_json: JsonOption = False,
 ) -> None:
     """Show what a model still needs tuned: each key known, known to gain nothing, or new."""
-    from tunebank.tuner.coverage import coverage
-    from tunebank.tuner.model import parse_input_shapes
+    from tunebank.tuner.model.reading import parse_input_shapes
     from tunebank.tuner.options import job_type_of
+    from tunebank.tuner.plan.coverage import coverage
 
     kind = job_type_of(job_type)
     with open_bank(db) as bank:
@@ -314,7 +315,7 @@ def _nearest_cell(nearest: Sequence[Neighbour], soc_version: str) -> str | None:
 @user_errors
 def socs(as_json: JsonOption = False) -> None:
     """List the chips the sim cost model knows, with their parameters."""
-    from tunebank.tuner.socs import SOCS, SocSpec
+    from tunebank.tuner.measure.socs import SOCS, SocSpec
 
     if as_json:
         print_json([spec.as_dict() for spec in SOCS.values()])

@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from tunebank import tool_version
 from tunebank.bank import EventKind, Outcome, Policy
-from tunebank.bank.version import tool_version
-from tunebank.tuner.plan import KeyGroup
-from tunebank.tuner.space import SearchSpace
-from tunebank.tuner.transfer import Neighbour
+from tunebank.tuner.measure.space import SearchSpace
+from tunebank.tuner.plan.grouping import KeyGroup
+from tunebank.tuner.search.transfer import Neighbour
 
 
 @dataclass(frozen=True)

@@ -25,30 +25,30 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tunebank import tool_version
 from tunebank.bank import Bank, Outcome, Policy, TaskView
 from tunebank.bank.atomic import write_json_atomic
 from tunebank.bank.formats.opat import ReportInfo, TaskOutcomes, opat_v1, opat_v2, sgat, tuning_result
-from tunebank.bank.version import tool_version
-from tunebank.tuner.annotate import annotated_model
-from tunebank.tuner.config import TuneSelection, load_selection
-from tunebank.tuner.costmodel import CostModel
 from tunebank.tuner.decisions import MeasuredBy, borrowing_trail, decide, failed, known_outcomes
-from tunebank.tuner.executors import Executor
-from tunebank.tuner.keysearch import KeyResult, SearchJob, run_search, search_budget
-from tunebank.tuner.measure import BackendError, BackendSettings, KeyWork, MeasurementBackend
-from tunebank.tuner.model import load_model
+from tunebank.tuner.errors import TuneError
+from tunebank.tuner.measure.backend import BackendError, BackendSettings, KeyWork, MeasurementBackend
+from tunebank.tuner.measure.costmodel import CostModel
+from tunebank.tuner.measure.plugins import open_backend
+from tunebank.tuner.measure.socs import get_soc
+from tunebank.tuner.model.annotate import annotated_model
+from tunebank.tuner.model.reading import load_model
 from tunebank.tuner.options import (
-    TuneError,
     TuneOptions,
     check_options,
     read_tuning_result,
     resumed_options,
 )
-from tunebank.tuner.plan import KeyGroup, TunePlan, plan_tune
-from tunebank.tuner.plugins import open_backend
-from tunebank.tuner.socs import get_soc
-from tunebank.tuner.subgraphs import plan_subgraphs
-from tunebank.tuner.transfer import Donors, Neighbour, start_from
+from tunebank.tuner.plan.grouping import KeyGroup, TunePlan, plan_tune
+from tunebank.tuner.plan.selection import TuneSelection, load_selection
+from tunebank.tuner.plan.subgraphs import plan_subgraphs
+from tunebank.tuner.search.executors import Executor
+from tunebank.tuner.search.keysearch import KeyResult, SearchJob, run_search, search_budget
+from tunebank.tuner.search.transfer import Donors, Neighbour, start_from
 
 
 class Reporter:

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from tunebank.bank.errors import BankError
-from tunebank.tuner.config import ConfigError, read_json
-from tunebank.tuner.search import make_search
+from tunebank.tuner.errors import TuneError
+from tunebank.tuner.plan.selection import ConfigError, read_json
+from tunebank.tuner.search.strategies import make_search
 
 RESUMED = {"mode": "search_mode", "seed": "seed", "budget": "budget", "retune": "retune",
            "noise": "noise", "run_loop": "run_loop", "transfer": "transfer", "backend": "backend"}
@@ -30,10 +30,6 @@ MAX_BUDGET = 100_000
 """The most measurements a tune may spend on one operator: 200 times the GA default (512) and
 more than any search space of the built-in cost model needs, while a budget of 2**63 would run
 for days and hold every measurement in memory."""
-
-
-class TuneError(BankError):
-    """A tune cannot start (bad option) or resume."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +57,7 @@ class TuneOptions:
     transfer: bool = True
     """Start a new key's search from the policies of the bank's nearest known keys."""
     backend: str = "sim"
-    """The measurement backend, by the name it is declared under (tuner/measure.py)."""
+    """The measurement backend, by the name it is declared under (tuner/measure/backend.py)."""
     sim_delay_s: float = 0.0
     """For ``sim``: the wall time each measurement takes (see BackendSettings.delay_s)."""
     measure_timeout_s: float = 600.0

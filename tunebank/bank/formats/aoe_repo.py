@@ -26,8 +26,8 @@ from typing import Any
 import xxhash
 
 from tunebank.bank.atomic import write_texts_atomic
-from tunebank.bank.canonical import canonical_json
-from tunebank.bank.formats.jsontext import finite_number, read_json_file, shown
+from tunebank.bank.canonical import canonical_json, finite_number, shown
+from tunebank.bank.formats.jsontext import read_json_file
 from tunebank.bank.formats.runtime_kb import (
     SUFFIX,
     Gap,

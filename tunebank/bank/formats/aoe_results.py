@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tunebank.bank.canonical import finite_number, shown
 from tunebank.bank.errors import BankError
-from tunebank.bank.formats.jsontext import finite_number, parse_json, read_json_file, shown
+from tunebank.bank.formats.jsontext import parse_json, read_json_file
 
 SUMMARY_FIELDS = ("repo_add_num", "repo_hit_num", "repo_reserved_num", "repo_unsatisfied_num",
                   "repo_update_num", "total_num")

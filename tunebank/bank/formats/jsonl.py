@@ -25,15 +25,8 @@ class EventFileError(BankError):
     """An events file is malformed or does not match its own hashes."""
 
 
-def write_events(handle: IO[str], events: Iterable[StoredEvent], bank_id: str) -> int:
-    """Stream ``events`` to ``handle``; return how many were written."""
-    from tunebank.bank.rows import event_values
-
-    return write_event_rows(handle, map(event_values, events), bank_id)
-
-
 def write_event_rows(handle: IO[str], rows: Iterable[Sequence[Any]], bank_id: str) -> int:
-    """Stream events rows (:data:`bank.store.statements.EVENT_COLUMNS` order, as
+    """Stream events rows (:data:`bank.store.schema.statements.EVENT_COLUMNS` order, as
     :meth:`bank.store.EventStore.iter_event_rows` reads them) to ``handle``, nothing decoded;
     return how many were written."""
     handle.write(header_line(bank_id))
@@ -50,9 +43,9 @@ def header_line(bank_id: str) -> str:
 
 
 def event_line(row: Sequence[Any]) -> str:
-    """One stored event (a row in :data:`bank.store.statements.EVENT_COLUMNS` order) as a line: a JSON object
-    with sorted keys whose payload is the stored payload text itself, spliced in rather than
-    decoded and encoded again (it is already JSON, so the line is too)."""
+    """One stored event (a row in :data:`bank.store.schema.statements.EVENT_COLUMNS` order) as a
+    line: a JSON object with sorted keys whose payload is the stored payload text itself,
+    spliced in rather than decoded and encoded again (it is already JSON, so the line is too)."""
     (seq, event_id, kind, soc, repo_key, task_id, op_name, op_type, recorded_at, origin, payload,
      prev_hash, link) = row
     return (f'{{"event_id":{json_string(event_id)},"hash":{json_string(link)},"kind":{json_string(kind)},'

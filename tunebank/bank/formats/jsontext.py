@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
 import re
 import stat
@@ -136,28 +135,3 @@ def _lone_surrogate_at(text: str) -> int:
                 and second.group()[3].lower() in "cdef":
             paired |= {first.start(), second.start()}
     return next((m.start() for m in escapes if m.start() not in paired), 0)
-
-
-def shown(value: Any, limit: int = 40) -> str:
-    """A short rendering of a value read from a file, for an error message: a list or an object
-    by its kind (one nested a thousand deep has no safe repr), a huge integer by its length, any
-    other value as its repr cut to ``limit`` characters."""
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def finite_number(value: Any) -> bool:
-    """Whether ``value`` read from a file is a number a time can be: an int or a float (never a
-    bool), finite, and within a float's range (an integer of hundreds of digits is not)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:
-        return False

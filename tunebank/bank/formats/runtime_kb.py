@@ -36,9 +36,9 @@ from typing import Any
 
 import orjson
 
-from tunebank.bank.canonical import xxh64_key
+from tunebank.bank.canonical import shown, xxh64_key
 from tunebank.bank.errors import BankError
-from tunebank.bank.formats.jsontext import read_text, shown
+from tunebank.bank.formats.jsontext import read_text
 from tunebank.bank.formats.lines import json_object
 from tunebank.bank.names import is_plain_name, why_not_plain
 

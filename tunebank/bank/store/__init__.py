@@ -1,42 +1,34 @@
 """Storage: the event log and its projections in one SQL database, on the database's own driver.
 
-- :mod:`bank.store.base`: the recorder contract (:class:`EventStore`), what every database
-  guarantees and raises, and the transactions;
+- :mod:`bank.store.base`: the recorder contract (:class:`~bank.store.base.EventStore`), what
+  every database guarantees and raises, and the transactions;
 - :mod:`bank.store.sqlite`, :mod:`bank.store.postgres`: one recorder per database;
 - :mod:`bank.store.writes` (append) and :mod:`bank.store.replay` (read back, re-derive), the two
   paths apart; :mod:`bank.store.reads`, the queries of the projections;
-- :mod:`bank.store.statements`: the hand-written SQL, held to :mod:`bank.schema`'s tables by a
-  test; :mod:`bank.store.create`: the only module that turns those tables into DDL.
+- :mod:`bank.store.rows`: rows to the domain's values and back;
+- :mod:`bank.store.migrate`: the schema versions a bank moves through (``bank upgrade``);
+- :mod:`bank.store.schema`: the SQLModel tables, the DDL rendered from them, the hand-written
+  SQL held to them by a test, and the schema version.
 
 Nothing outside :mod:`bank` uses this package: everything goes through :class:`bank.Bank`.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from tunebank.bank.store.results import AppendResult, EventFilter, PolicyFilter, Replay, StreamResult
 
 if TYPE_CHECKING:
     from tunebank.bank.store.base import EventStore
-    from tunebank.bank.store.writes import bulk_job
-
-_LATER = {"EventStore": "tunebank.bank.store.base", "bulk_job": "tunebank.bank.store.writes"}
-"""Names imported when first used, so the conversions the store's modules share
-(:mod:`bank.rows`) can import :mod:`bank.store.statements` without a cycle."""
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _LATER:
-        raise AttributeError(f"module 'tunebank.bank.store' has no attribute {name!r}")
-    return getattr(importlib.import_module(_LATER[name]), name)
 
 
 def open_store(url: str, *, read_only: bool = False, given: str | None = None) -> EventStore:
     """The recorder for the bank at ``url``: PostgreSQL for ``postgresql...`` URLs, else SQLite
     (nothing is connected until the first transaction). Its errors name the database as
     ``given`` (the user's spelling of the URL), if given."""
+    # imported here, not above, so that an SQLite bank never loads psycopg and a PostgreSQL one
+    # never loads sqlite3's recorder
     if url.startswith("postgresql"):
         from tunebank.bank.store.postgres import PostgresStore
 
@@ -46,5 +38,4 @@ def open_store(url: str, *, read_only: bool = False, given: str | None = None) -
     return SQLiteStore(url, read_only=read_only, given=given)
 
 
-__all__ = ["AppendResult", "EventFilter", "EventStore", "PolicyFilter", "Replay", "StreamResult",
-           "bulk_job", "open_store"]
+__all__ = ["AppendResult", "EventFilter", "PolicyFilter", "Replay", "StreamResult", "open_store"]

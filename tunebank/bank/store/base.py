@@ -30,11 +30,11 @@ from tunebank.bank.errors import READ_ONLY, StoreError
 from tunebank.bank.events import Event, EventKind, StoredEvent
 from tunebank.bank.location import scrubbed
 from tunebank.bank.projection import Policy, PolicyKey
-from tunebank.bank.rows import values_to_event, values_to_policy
 from tunebank.bank.store import reads, replay, writes
-from tunebank.bank.store import statements as sql
 from tunebank.bank.store.driver import Db, Row
 from tunebank.bank.store.results import AppendResult, EventFilter, PolicyFilter, Replay, StreamResult
+from tunebank.bank.store.rows import values_to_event, values_to_policy
+from tunebank.bank.store.schema import statements as sql
 from tunebank.bank.tasks import TaskView
 
 T = TypeVar("T")
@@ -284,7 +284,7 @@ class EventStore(ABC):
             self._prepare_file()
         if self.is_initialised():  # an existing bank: no write lock, and SQLModel never loaded
             return False
-        from tunebank.bank.store.create import create_bank  # SQLModel is imported only to create
+        from tunebank.bank.store.schema.ddl import create_bank  # SQLModel is imported only to create
 
         return self._write(lambda db: create_bank(self, db, bank_id))  # checks again, locked
 
@@ -294,7 +294,8 @@ class EventStore(ABC):
             return "events" in self.table_names(db)
 
     def schema_version(self) -> int:
-        """The schema version the bank was written with (see :data:`bank.version.SCHEMA_VERSION`)."""
+        """The schema version the bank was written with (see
+        :data:`bank.store.schema.version.SCHEMA_VERSION`)."""
         with self.transaction() as db:
             return self.schema_version_in(db)
 
@@ -381,7 +382,7 @@ class EventStore(ABC):
 
     def iter_event_rows(self, where: EventFilter | None = None) -> Iterator[Row]:
         """The raw rows of :meth:`iter_events` (columns in
-        :data:`bank.store.statements.EVENT_COLUMNS` order), in keyset pages of seq."""
+        :data:`bank.store.schema.statements.EVENT_COLUMNS` order), in keyset pages of seq."""
         with self.transaction() as db:
             yield from replay.event_pages(db, where or EventFilter())
 
@@ -431,7 +432,7 @@ class EventStore(ABC):
 
     def policy_rows_for_keys(self, soc_version: str, repo_keys: Sequence[str]) -> list[Row]:
         """The stored policy rows of ``soc_version`` whose repo_key is in ``repo_keys``
-        (:data:`bank.store.statements.POLICY_COLUMNS` order, the JSON columns not decoded)."""
+        (:data:`bank.store.schema.statements.POLICY_COLUMNS` order, the JSON columns not decoded)."""
         with self.transaction() as db:
             return reads.policy_rows_for_keys(db, soc_version, repo_keys)
 
@@ -459,7 +460,7 @@ class EventStore(ABC):
         return found
 
     def iter_policy_rows(self) -> Iterator[Row]:
-        """Every stored policy row (columns in :data:`bank.store.statements.POLICY_COLUMNS`
+        """Every stored policy row (columns in :data:`bank.store.schema.statements.POLICY_COLUMNS`
         order), streamed in pages of seq, for ``verify`` to compare with a replay."""
         with self.transaction() as db:
             yield from replay.stored_policy_rows(db)

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cache
 from typing import Any
 
-from tunebank.bank.store import statements as sql
+from tunebank.bank.store.schema import statements as sql
 
 Row = tuple[Any, ...]
 

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from tunebank.bank.location import masked
-from tunebank.bank.store import statements as sql
 from tunebank.bank.store.base import EventStore, Mode
 from tunebank.bank.store.driver import Db, FormatStyleDb
+from tunebank.bank.store.schema import statements as sql
 
 WRITER_LOCK = 727_217_001
 """The PostgreSQL advisory lock every tunebank writer takes."""

@@ -8,10 +8,10 @@ from typing import Any
 
 from tunebank.bank.events import StoredEvent, decode_payload
 from tunebank.bank.projection import Policy, PolicyKey
-from tunebank.bank.rows import values_to_event, values_to_policy, values_to_task
-from tunebank.bank.store import statements as sql
 from tunebank.bank.store.driver import Db, Row, chunks
 from tunebank.bank.store.results import PolicyFilter
+from tunebank.bank.store.rows import values_to_event, values_to_policy, values_to_task
+from tunebank.bank.store.schema import statements as sql
 from tunebank.bank.tasks import TaskView
 
 _POLICY_FIELDS = ("soc_version", "op_type", "repo_key", "backend", "cost_model_version")

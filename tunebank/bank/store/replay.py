@@ -9,10 +9,10 @@ from typing import Any
 from tunebank.bank.errors import BankError
 from tunebank.bank.events import StoredEvent
 from tunebank.bank.projection import PolicyKey, Projection
-from tunebank.bank.rows import policy_row_of, task_values, values_to_logged
-from tunebank.bank.store import statements as sql
 from tunebank.bank.store.driver import Db, Row, chunks
 from tunebank.bank.store.results import EventFilter
+from tunebank.bank.store.rows import policy_row_of, task_values, values_to_logged
+from tunebank.bank.store.schema import statements as sql
 from tunebank.bank.store.writes import bulk_job, set_checkpoint
 from tunebank.bank.tasks import TaskView
 

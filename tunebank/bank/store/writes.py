@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 from tunebank.bank.events import GENESIS_HASH, OUTCOME_KINDS, POLICY_KINDS, Event, StoredEvent
 from tunebank.bank.names import check_chip
 from tunebank.bank.projection import PolicyKey, PolicyRef, Projection, policy_of, standing
-from tunebank.bank.rows import event_values, policy_values, task_values, values_to_task
-from tunebank.bank.store import statements as sql
 from tunebank.bank.store.driver import Db, batches, chunks
 from tunebank.bank.store.results import AppendResult, StreamResult
+from tunebank.bank.store.rows import event_values, policy_values, task_values, values_to_task
+from tunebank.bank.store.schema import statements as sql
 from tunebank.bank.tasks import TaskView
 
 T = TypeVar("T")

@@ -1,0 +1,487 @@
+"""Search strategies over a :class:`~tuner.measure.space.SearchSpace`: ga, rl, random and exhaustive.
+
+Each strategy is a small class with an explicit random generator; the :class:`Evaluator`
+measures candidates in batches through a backend (tuner/measure/backend.py), remembers what it
+measured (a candidate is never measured twice) and counts measurements against the budget.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from tunebank.bank.errors import BankError
+from tunebank.tuner.measure.space import FitCheck, SearchSpace
+
+EXHAUSTIVE_LIMIT = 2_000_000
+Progress = Callable[[int, int, float], None]
+Measure = Callable[[np.ndarray], np.ndarray]
+
+
+REPAIRS = 3
+"""A descent move that does not fit is repaired this many ways (see :meth:`BaseSearch._line`)."""
+PROBE_BELOW = 8
+"""A descent probes and repairs while its budget is under this many full passes over the knobs."""
+
+
+class SearchError(BankError):
+    """A search could not run or found no feasible candidate."""
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The best candidate a search found, its measured latency, and the measurements spent."""
+
+    candidate: tuple[int, ...]
+    latency_us: float
+    measurements: int
+
+
+class Evaluator:
+    """Measures candidates through a backend's latency function, in batches, never the same
+    candidate twice, counting what it measured.
+
+    Args:
+        latency: one latency per candidate row (a backend's ``measure`` for one key, whose
+            noise and repeats are its own).
+        fits: the backend's static check of whether candidates fit the chip, if it has one (a
+            compiler rejects such a tiling before it runs). Searches use it only to choose
+            what to measure; a candidate that is measured counts whether it fits or not.
+    """
+
+    def __init__(self, latency: Callable[[np.ndarray], np.ndarray],
+                 fits: FitCheck | None = None) -> None:
+        self._latency = latency
+        self.fits = fits
+        self._seen: dict[bytes, float] = {}
+        self.measurements = 0
+
+    def __call__(self, candidates: np.ndarray) -> np.ndarray:
+        """Latencies of the rows of ``candidates``; only unseen rows are measured."""
+        candidates = np.ascontiguousarray(candidates, dtype=np.int16)
+        keys = [row.tobytes() for row in candidates]
+        fresh_rows = {}
+        for key, row in zip(keys, candidates, strict=True):
+            if key not in self._seen and key not in fresh_rows:
+                fresh_rows[key] = row
+        if fresh_rows:
+            batch = np.stack(list(fresh_rows.values()))
+            measured = self._measure(batch)
+            self._seen.update(zip(fresh_rows, measured.tolist(), strict=True))
+            self.measurements += len(fresh_rows)
+        return np.array([self._seen[key] for key in keys], dtype=np.float64)
+
+    def unseen(self, candidates: np.ndarray, limit: int) -> np.ndarray:
+        """Up to ``limit`` rows of ``candidates`` never measured, duplicates dropped, in order."""
+        rows = np.ascontiguousarray(candidates, dtype=np.int16)
+        fresh: dict[bytes, int] = {}
+        for index, row in enumerate(rows):
+            if len(fresh) >= limit:
+                break
+            key = row.tobytes()
+            if key not in self._seen and key not in fresh:
+                fresh[key] = index
+        return rows[list(fresh.values())] if fresh else rows[:0]
+
+    def _measure(self, batch: np.ndarray) -> np.ndarray:
+        return np.asarray(self._latency(batch), dtype=np.float64)
+
+
+class BaseSearch(ABC):
+    """A search strategy. ``budget`` caps the distinct candidates measured for the key, counted
+    on the evaluator from its first measurement: the compiler's default, which the tuner
+    prices before the search starts, is one of them (``--budget 64`` measures 64)."""
+
+    name = "base"
+
+    def __init__(self, budget: int, rng: np.random.Generator) -> None:
+        self.budget = max(1, budget)
+        self.rng = rng
+        self._lines: dict[tuple[bytes, int], list[np.ndarray]] = {}
+        self._frugal = True  # whether the descent probes and repairs (see _descend)
+
+    @abstractmethod
+    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
+        """Spend the budget, measuring candidates through ``evaluate`` (and reporting progress
+        with :meth:`_tick`)."""
+
+    def search(self, space: SearchSpace, evaluate: Evaluator,
+               warm_start: tuple[int, ...] | None = None,
+               progress: Progress | None = None, borrowed: Sequence[tuple[int, ...]] = (),
+               patience: int | None = None) -> SearchResult:
+        """Run the strategy and return the best candidate measured.
+
+        Args:
+            borrowed: candidates from known keys like this one (see :mod:`tuner.search.transfer`),
+                measured among the first, after the warm start and the default.
+            patience: stop once this many measurements in a row found nothing better, counted
+                once the descent has ended (ga, rl: a descent still visiting knobs is not
+                stopped) and from the start for random (``None``: spend the whole budget).
+
+        Raises:
+            SearchError: no candidate measured was feasible.
+        """
+        self._best: tuple[float, tuple[int, ...]] | None = None
+        self._evaluate = evaluate
+        self._start = 0  # the budget counts every distinct candidate measured, the default included
+        self._borrowed = [tuple(int(v) for v in row) for row in borrowed]
+        self._patience = patience
+        self._last_gain = 0
+        self._settled = self.name == "random"  # early stop waits for the end of the descent
+        self._lines = {}
+        self._progress: Progress | None = progress
+        self._step = self._total = 0
+        if space.size <= self.budget and self.name != "exhaustive" and not self._borrowed:
+            _enumerate(space, self._scored)  # the whole space costs no more than the budget
+        else:
+            self.run(space, self._scored, warm_start)
+        if progress and self._step:
+            self._tick(1, done=True)
+        if self._best is None or not np.isfinite(self._best[0]):
+            raise SearchError("no feasible candidate found")
+        return SearchResult(self._best[1], self._best[0], evaluate.measurements)
+
+    def _scored(self, candidates: np.ndarray) -> np.ndarray:
+        latencies = self._evaluate(candidates)
+        i = int(np.argmin(latencies))
+        found = (float(latencies[i]), tuple(int(v) for v in candidates[i]))
+        if self._best is None or found[0] < self._best[0]:
+            self._last_gain = self._evaluate.measurements
+        if self._best is None or found < self._best:
+            self._best = found
+        return latencies
+
+    def _random(self, space: SearchSpace, n: int) -> np.ndarray:
+        rows: np.ndarray = self.rng.integers(0, [len(k.values) for k in space.knobs], (n, len(space.knobs)))
+        return rows
+
+    def _seeds(self, space: SearchSpace, warm_start: tuple[int, ...] | None) -> np.ndarray:
+        """The first candidates to measure: the warm start (the policy the bank holds), the
+        compiler's default and the borrowed candidates, as many as the budget allows."""
+        seeds = [tuple(warm_start)] if warm_start else []
+        for row in (tuple(space.default), *self._borrowed):
+            if row not in seeds:
+                seeds.append(row)
+        return np.array(seeds[: self.budget])
+
+    def _tick(self, unit: int, done: bool = False) -> None:
+        """Report progress in steps of ``unit`` measurements (a generation, a round), once a
+        step; ``done`` reports the last step."""
+        if self._progress is None:
+            return
+        total = -(-self.budget // unit) if not done else self._total
+        step = total if done else min(total, -(-(self.budget - self.left) // unit))
+        if step != self._step:
+            self._step, self._total = step, total
+            self._progress(step, total, self.best_us)
+
+    @property
+    def left(self) -> int:
+        """Measurements the budget still allows: none once the descent has ended and
+        ``patience`` measurements in a row found nothing better."""
+        spent = self._evaluate.measurements - self._start
+        if self._patience is not None and self._settled and spent - self._last_gain >= self._patience:
+            return 0
+        return self.budget - spent
+
+    def _fresh(self, space: SearchSpace, candidates: np.ndarray, n: int) -> np.ndarray:
+        """``n`` candidates never measured (fewer only if the budget is nearly spent): the
+        unseen rows of ``candidates`` first, topped up with random ones."""
+        n = min(n, self.left)
+        rows = self._evaluate.unseen(candidates, n)
+        for _ in range(8):
+            if len(rows) >= n:
+                break
+            extra = self._evaluate.unseen(self._random(space, 4 * (n - len(rows))), n - len(rows))
+            rows = np.concatenate([rows, extra]) if len(rows) else extra
+            rows = self._evaluate.unseen(rows, n)
+        return rows
+
+    def _descend(self, evaluate: Measure, best: np.ndarray, best_us: float, dims: np.ndarray,
+                 unit: int, passes: int | None = None) -> np.ndarray:
+        """Coordinate descent from ``best``; return the best candidate it found.
+
+        A pass visits every knob once, in random order, the others held. A full pass tries
+        every value of a knob in one batch; the descent ends when one improves nothing.
+
+        When the budget is frugal (under :data:`PROBE_BELOW` full passes), passes probe first:
+        a knob steps one value at a time away from the best while that is faster (up, then
+        down if up gained nothing), a few measurements a knob; once a probing pass improves
+        nothing a full pass checks, and probing resumes if it improved. A frugal descent also
+        repairs a move that does not fit the chip (:meth:`_line`). With a larger budget the
+        genetic search that follows finds as much without either (docs/performance.md), and
+        whole-knob batches are what a hardware backend compiles and runs best.
+
+        It also ends after ``passes`` passes or when the budget is spent.
+        """
+        self._frugal = self.budget < PROBE_BELOW * int(dims.sum())
+        probing, done = self._frugal, 0
+        while passes is None or done < passes:
+            done += 1
+            improved = False
+            for knob in self.rng.permutation(len(dims)):
+                visit = self._probe if probing else self._sweep
+                best, best_us, better = visit(evaluate, best, best_us, int(knob), dims)
+                improved = improved or better
+                self._tick(unit)
+                if self.left <= 0:
+                    break
+            if self.left <= 0 or not (improved or probing):
+                break
+            probing = improved and self._frugal
+        self._settled = True
+        return best
+
+    def _probe(self, evaluate: Measure, best: np.ndarray, best_us: float, knob: int,
+               dims: np.ndarray) -> tuple[np.ndarray, float, bool]:
+        """Step ``knob`` away from its best value while each step is faster: up, then down."""
+        improved = False
+        line = self._line(best, knob, dims)
+        for direction in (1, -1):
+            if improved:
+                break
+            value = int(best[knob]) + direction
+            while 0 <= value < dims[knob] and self.left > 0:
+                rows = self._evaluate.unseen(line[value], self.left)
+                value += direction
+                if not len(rows):
+                    continue
+                latency = evaluate(rows)
+                i = int(np.argmin(latency))
+                if latency[i] < best_us:
+                    moved = (rows[i] != best).sum() > 1  # a repair: the line is another one
+                    best, best_us, improved = rows[i].astype(np.int64), float(latency[i]), True
+                    if moved:
+                        line = self._line(best, knob, dims)
+                elif np.isfinite(latency).any():
+                    break
+        return best, best_us, improved
+
+    def _sweep(self, evaluate: Measure, best: np.ndarray, best_us: float, knob: int,
+               dims: np.ndarray) -> tuple[np.ndarray, float, bool]:
+        """Try ``knob`` at every value and keep the fastest."""
+        rows = self._evaluate.unseen(np.concatenate(self._line(best, knob, dims)), self.left)
+        if not len(rows):
+            return best, best_us, False
+        latency = evaluate(rows)
+        i = int(np.argmin(latency))
+        if latency[i] < best_us:
+            return rows[i].astype(np.int64), float(latency[i]), True
+        return best, best_us, False
+
+    def _line(self, best: np.ndarray, knob: int, dims: np.ndarray) -> list[np.ndarray]:
+        """What to measure for each value of ``knob``, the others held at ``best``: that
+        candidate if it fits the chip, else its :data:`REPAIRS` nearest repairs that do (one
+        other knob moved to the fitting value nearest its own, ties drawn at random; none if
+        nothing fits). A one-knob descent cannot follow the buffer limits (a larger nL0
+        needs a smaller kBL1 to fit L1); a repaired move can. Without a static fit check, or
+        when the descent is not frugal (see :meth:`_descend`), every candidate is measured as
+        it is. A line is worked out once per search."""
+        known = self._lines.get((best.tobytes(), knob))
+        if known is None:
+            known = self._lines[best.tobytes(), knob] = self._work_out_line(best, knob, dims)
+        return known
+
+    def _work_out_line(self, best: np.ndarray, knob: int, dims: np.ndarray) -> list[np.ndarray]:
+        line = np.repeat(best[None, :], dims[knob], axis=0)
+        line[:, knob] = np.arange(dims[knob])
+        options = [line[value:value + 1] for value in range(dims[knob])]
+        fits = self._evaluate.fits
+        if fits is None or not self._frugal or knob not in fits.knobs:  # the best fits: so do these
+            return options
+        broken = np.flatnonzero(~np.asarray(fits.check(line), dtype=bool))
+        if not len(broken):
+            return options
+        others, values = self._moves(knob, dims, fits.knobs)
+        moved = np.repeat(line[broken], len(others), axis=0)  # every one-knob repair of each
+        at = (np.arange(len(moved)), np.tile(others, len(broken)))
+        gap = np.abs(np.tile(values, len(broken)) - moved[at])
+        moved[at] = np.tile(values, len(broken))
+        whose = np.repeat(broken, len(others))
+        order = np.lexsort((self.rng.random(len(moved)), gap, whose))
+        order = order[np.asarray(fits.check(moved), dtype=bool)[order]]  # by row, nearest first
+        ranked = whose[order]
+        place = np.arange(len(order)) - np.searchsorted(ranked, ranked)  # 0 for a row's nearest
+        kept = order[place < REPAIRS]
+        for value in broken:
+            options[value] = moved[kept[whose[kept] == value]]
+        return options
+
+    def _moves(self, knob: int, dims: np.ndarray, fit_knobs: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Every (other knob the fit depends on, value) a repair of a ``knob`` move may set."""
+        others = [other for other in range(len(dims)) if other != knob and other in fit_knobs]
+        return (np.repeat(others, dims[others]),
+                np.concatenate([np.arange(dims[other]) for other in others]))
+
+    @property
+    def best_us(self) -> float:
+        return self._best[0] if self._best else float("inf")
+
+
+class RandomSearch(BaseSearch):
+    """Uniform random candidates, the default and any warm start among them."""
+
+    name = "random"
+
+    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
+        evaluate(self._seeds(space, warm_start))
+        while self.left > 0:
+            rows = self._fresh(space, self._random(space, self.left), self.left)
+            if not len(rows):
+                return
+            evaluate(rows)
+
+
+class ExhaustiveSearch(BaseSearch):
+    """Every candidate of the space (the ground truth on small spaces); ignores the budget."""
+
+    name = "exhaustive"
+
+    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
+        if space.size > EXHAUSTIVE_LIMIT:
+            raise SearchError(f"--mode exhaustive: the space holds {space.size} candidates, more "
+                              f"than {EXHAUSTIVE_LIMIT}; narrow it with --tuning-config")
+        _enumerate(space, evaluate)
+
+
+class GeneticSearch(BaseSearch):
+    """A memetic genetic search: coordinate descent from the compiler's default, then a
+    (mu + lambda) genetic algorithm on what it found.
+
+    The descent tries each knob at every value with the others held, keeps the best, and
+    repeats until a pass improves nothing: on Cube spaces the good candidates are a few knobs
+    from the default, and most random ones are infeasible (five in six for ResNet-50's 1x1
+    convolutions on Ascend310P3, measured over 5,000). The population (a quarter
+    of the budget, 8 to 32) is then the best candidates measured so far, evolved by tournament
+    selection, uniform crossover and mutation that mostly steps a knob to a neighbouring value.
+    Every generation measures only candidates never measured, until the budget is spent.
+    """
+
+    name = "ga"
+    population = 32
+    tournament = 3
+    local_rate = 2.0
+
+    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
+        size = int(np.clip(self.budget // 4, 8, self.population))
+        dims = np.array([len(k.values) for k in space.knobs])
+        measured: list[np.ndarray] = []
+        scores: list[np.ndarray] = []
+
+        def scored(rows: np.ndarray) -> np.ndarray:
+            latency = evaluate(rows)
+            measured.append(rows)
+            scores.append(latency)
+            return latency
+
+        seeds = self._seeds(space, warm_start)
+        fitness = scored(seeds)
+        best = seeds[int(np.argmin(fitness))]
+        self._descend(scored, best, float(np.min(fitness)), dims, size)
+        pool, pool_scores = np.concatenate(measured), np.concatenate(scores)
+        keep = np.argsort(pool_scores, kind="stable")[:size]
+        pop, fitness = pool[keep], pool_scores[keep]
+        if len(pop) < size:
+            local = self._mutate(np.repeat(pop[:1], 4 * size, axis=0), dims, self.local_rate)
+            extra = self._fresh(space, local, size - len(pop))
+            if len(extra):
+                pop, fitness = np.concatenate([pop, extra]), np.concatenate([fitness, evaluate(extra)])
+        while self.left > 0:
+            a = pop[self._tournament(fitness, size)]
+            b = pop[self._tournament(fitness, size)]
+            children = self._mutate(np.where(self.rng.random(a.shape) < 0.5, a, b), dims, 1.5)
+            children = self._fresh(space, children, size)
+            if not len(children):
+                break
+            pool, scores_ = np.concatenate([pop, children]), np.concatenate([fitness, evaluate(children)])
+            keep = np.argsort(scores_, kind="stable")[:size]
+            pop, fitness = pool[keep], scores_[keep]
+            self._tick(size)
+
+    def _mutate(self, rows: np.ndarray, dims: np.ndarray, rate: float) -> np.ndarray:
+        """Each knob changes with probability ``rate / knobs``: three times in four a step to a
+        neighbouring value, else a random one."""
+        change = self.rng.random(rows.shape) < rate / len(dims)
+        step = np.clip(rows + self.rng.choice((-1, 1), rows.shape), 0, dims - 1)
+        reset = self.rng.integers(0, dims, rows.shape)
+        moved = np.where(self.rng.random(rows.shape) < 0.75, step, reset)
+        out: np.ndarray = np.where(change, moved, rows)
+        return out
+
+    def _tournament(self, fitness: np.ndarray, n: int) -> np.ndarray:
+        entrants = self.rng.integers(0, len(fitness), (n, self.tournament))
+        winners: np.ndarray = entrants[np.arange(n), np.argmin(fitness[entrants], axis=1)]
+        return winners
+
+
+class PolicySearch(BaseSearch):
+    """A learned policy over the knobs: one categorical distribution per knob.
+
+    A first episode tries every value of each knob in turn (one pass of coordinate descent from
+    the default); the policy starts concentrated on the best candidate that found. Each round
+    then samples a batch of unmeasured candidates from the policy, measures it, and moves every
+    knob's distribution toward the values of the best-rewarded candidates (the batch's elite
+    plus the best so far), the cross-entropy method of policy search. A small uniform share
+    keeps it exploring. Its default budget is half ga's.
+    """
+
+    name = "rl"
+    batch = 32
+    elite = 6
+    learning_rate = 0.3
+    explore = 0.02
+    anchor_weight = 0.8
+
+    def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
+        anchors = self._seeds(space, warm_start)
+        latencies = evaluate(anchors)
+        dims = np.array([len(k.values) for k in space.knobs])
+        batch = int(np.clip(self.budget // 4, 8, self.batch))
+        best = self._descend(evaluate, anchors[int(np.argmin(latencies))], float(np.min(latencies)),
+                             dims, batch, passes=1)
+        best_us = self.best_us
+        policy = [(1 - self.anchor_weight) / dim + self.anchor_weight * np.eye(dim)[i]
+                  for dim, i in zip(dims, best, strict=True)]
+        while self.left > 0:
+            drawn = np.stack([self.rng.choice(len(p), 4 * batch, p=p) for p in policy], axis=1)
+            picks = self._fresh(space, drawn, batch)
+            if not len(picks):
+                break
+            latency = evaluate(picks)
+            order = np.argsort(latency, kind="stable")[: self.elite]
+            if latency[order[0]] < best_us:
+                best, best_us = picks[order[0]], float(latency[order[0]])
+            elite = np.vstack([picks[order][np.isfinite(latency[order])], best[None, :]])
+            for i, p in enumerate(policy):
+                share = np.bincount(elite[:, i], minlength=len(p)) / len(elite)
+                mixed = (1 - self.learning_rate) * p + self.learning_rate * share
+                policy[i] = (1 - self.explore) * mixed + self.explore / len(p)
+            self._tick(batch)
+
+
+def _enumerate(space: SearchSpace, evaluate: Measure) -> None:
+    """Measure every candidate of ``space``, a block at a time."""
+    dims = tuple(len(k.values) for k in space.knobs)
+    for start in range(0, space.size, 65536):
+        flat = np.arange(start, min(space.size, start + 65536))
+        evaluate(np.stack(np.unravel_index(flat, dims), axis=1))
+
+
+STRATEGIES: dict[str, type[BaseSearch]] = {
+    cls.name: cls for cls in (GeneticSearch, PolicySearch, RandomSearch, ExhaustiveSearch)
+}
+DEFAULT_BUDGET = {"ga": 512, "rl": 256, "random": 512, "exhaustive": 0}
+
+
+def make_search(mode: str, budget: int | None, rng: np.random.Generator) -> BaseSearch:
+    """The strategy named ``mode`` with its budget (the mode's default when ``None``).
+
+    Raises:
+        SearchError: ``mode`` is not a known strategy.
+    """
+    if mode not in STRATEGIES:
+        raise SearchError(f"--mode: unknown mode {mode!r}; choose one of {', '.join(STRATEGIES)}")
+    return STRATEGIES[mode](budget if budget is not None else DEFAULT_BUDGET[mode], rng)
