@@ -84,7 +84,7 @@ def summary(db: str) -> dict[str, Any]:
         task = bank.tasks()[len(bank.tasks()) // 2].task_id
     started = time.perf_counter()
     with Bank.open(db) as bank:
-        counts = bank.summary(task)
+        counts = bank.task(task).repo_summary()
     return {"task": task, "summary_seconds": time.perf_counter() - started, "counts": counts}
 
 

@@ -44,3 +44,17 @@ def test_main_job_runs_and_a_second_run_measures_nothing(tmp_path: Path) -> None
     assert report["measurements"] == 0
     assert report["repo_summary"]["repo_hit_num"] == report["repo_summary"]["total_num"]
     assert list(tmp_path.glob("aoe_result_opat_*.json"))
+
+
+def test_the_python_example_runs(tmp_path: Path) -> None:
+    """The README's "From Python" block, run as it stands in a fresh interpreter."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("TUNEBANK_DB", "TUNE_BANK_PATH", "ASCEND_WORK_PATH", "ASCEND_CACHE_PATH")}
+    done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True,
+                          env={**env, "PYTHONPATH": str(ROOT)}, check=False)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.strip().replace("'", '"'))
+    assert summary["repo_unsatisfied_num"] == summary["total_num"] == 1
+    assert (tmp_path / "demo.db").is_file()

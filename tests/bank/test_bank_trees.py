@@ -17,6 +17,7 @@ from tunebank.bank.exchange.diff import diff_policies, tree_policies
 from tunebank.bank.exchange.exports import export_tree
 from tunebank.bank.exchange.merge import merge_into
 from tunebank.bank.formats.aoe_repo import bank_files, read_tree
+from tunebank.bank.store import reads
 
 
 def _entries(path: Path) -> list[str]:
@@ -33,7 +34,7 @@ def test_every_quirk_reads_and_comes_back_entry_for_entry(tmp_path: Path) -> Non
     with Bank.open(str(tmp_path / "bank.db"), create=True) as bank:
         report = import_paths(bank, [tree], None)
         counts = report.files[0].tree
-        assert counts is not None and counts.new == counts.entries == 17 == bank.policy_count()
+        assert counts is not None and counts.new == counts.entries == 17 == reads.policy_count(bank.store)
         gaps = report.files[0].gaps
         assert any("FUSE_8_AiCore" in g and "{} holds no entry" in g for g in gaps)
         assert any("Ascend910B2_24_AiCore_Conv3D" in g and "empty file" in g for g in gaps)
@@ -152,7 +153,7 @@ def test_two_machines_trees_merge_to_the_union_with_the_changed_entries_reported
         import_paths(b, [tree_b], None)
     with Bank.open(str(tmp_path / "a.db")) as a, Bank.open(str(tmp_path / "b.db")) as b:
         report = merge_into(a, b)
-        assert a.policy_count() == union  # nothing lost
+        assert reads.policy_count(a.store) == union  # nothing lost
         assert report.new_keys == 3 and report.newer == 2
         assert len(report.conflicts) == 2 and {c.rule for c in report.conflicts} == {"newer"}
         merged = {p.repo_key: p.knowledge for p in a.policies()}
@@ -169,7 +170,7 @@ def test_two_trees_in_one_import_the_last_given_wins(tmp_path: Path) -> None:
     with Bank.open("sqlite://", create=True) as bank:
         report = import_paths(bank, [tree_a, tree_b], None)
         assert report.files[1].tree is not None and report.files[1].tree.changed == 2
-        assert bank.policy_count() == union
+        assert reads.policy_count(bank.store) == union
         found = diff_policies(bank.policies(), tree_policies(read_tree(tree_b)))
         assert not found.changed  # every entry B holds is B's
 

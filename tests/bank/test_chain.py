@@ -17,6 +17,7 @@ from tunebank.bank.audit.chain import Chunks, check_chunks, checked_in_workers, 
 from tunebank.bank.audit.verify import VerifyReport
 from tunebank.bank.errors import BankError
 from tunebank.bank.events import readable_row
+from tunebank.bank.store import reads
 from tunebank.bank.store.rows import values_to_logged
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork: Linux only")
@@ -69,7 +70,7 @@ def test_ranges_cover_every_seq_once(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(tunebank.bank.audit.chain, "CHUNK", 2)  # many ranges for workers and parent to share
     monkeypatch.setattr(tunebank.bank.audit.chain, "rows_problems", _seen)  # forked workers see it too
     with Bank.open(str(path)) as opened:
-        rows = list(opened.store.iter_event_rows())
+        rows = list(reads.event_rows(opened.store))
         with checked_in_workers(f"sqlite:///{path}", len(rows), workers) as results:
             seen, structure = results(opened.store)
     assert [seq for seq, _ in seen] == [row[0] for row in rows]
@@ -82,7 +83,7 @@ def test_one_process_alone_takes_every_range(tmp_path: Path,
     _bank_with_history(path)
     monkeypatch.setattr(tunebank.bank.audit.chain, "rows_problems", _seen)
     with Bank.open(str(path)) as opened:
-        rows = list(opened.store.iter_event_rows())
+        rows = list(reads.event_rows(opened.store))
         seen = check_chunks(opened.store, Chunks(len(rows), 4))
     assert [seq for seq, _ in seen] == [row[0] for row in rows]
 
@@ -91,7 +92,7 @@ def test_row_problems_names_the_seq(tmp_path: Path) -> None:
     path = tmp_path / "bank.db"
     _bank_with_history(path)
     with Bank.open(str(path)) as opened:
-        row = next(iter(opened.store.iter_event_rows()))
+        row = next(iter(reads.event_rows(opened.store)))
     assert row_problems(row) == []
     assert row_problems((*row[:12], "0" * 64)) == [(1, "seq 1: hash does not match the event's content")]
 

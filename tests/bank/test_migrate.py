@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import oc
-from tunebank.bank import Bank, BankError
+from tunebank.bank import Bank, BankError, upgrade_bank
 from tunebank.bank.store.migrate import SchemaVersionError
 from tunebank.bank.store.schema.tables import SCHEMA_VERSION
 from tunebank.cli.main import app
@@ -80,7 +80,7 @@ def test_upgrading_the_schema_2_file_keeps_every_event_task_and_policy(tmp_path:
     tasks = _raw(path, "SELECT task_id, add_num, hit_num, update_num, reserved_num, unsatisfied_num, "
                        "status FROM task ORDER BY task_id")
     policies = _raw(path, "SELECT soc_version, repo_key, best_us, knowledge FROM policy ORDER BY 1, 2")
-    report = Bank.upgrade(str(path))
+    report = upgrade_bank(str(path))
     assert (report.from_version, report.to_version, report.last_seq) == (2, 6, 90)
     with Bank.open(str(path)) as bank:
         verdict = bank.verify()
@@ -94,7 +94,7 @@ def test_upgrading_the_schema_2_file_keeps_every_event_task_and_policy(tmp_path:
                                   "unsatisfied_num, status FROM task ORDER BY task_id")
             if t[0] != task] == tasks
     assert len(_raw(path, "SELECT 1 FROM policy")) == len(policies) + 1
-    again = Bank.upgrade(str(path))
+    again = upgrade_bank(str(path))
     assert (again.from_version, again.to_version, again.steps) == (6, 6, ())
 
 
@@ -103,7 +103,7 @@ def test_upgrading_the_schema_3_file_reads_key_states_from_the_log(tmp_path: Pat
     events = _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq")
     projection = _raw(path, f"SELECT {OLD_POLICY} FROM policy ORDER BY 1, 2, 3"), \
         _raw(path, "SELECT * FROM task")
-    report = Bank.upgrade(str(path))
+    report = upgrade_bank(str(path))
     assert (report.from_version, report.to_version, len(report.steps)) == (3, 6, 3)
     indexes = {row[0] for row in _raw(path, "SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "ix_events_task_key" in indexes and "ix_events_task_id" not in indexes
@@ -128,7 +128,7 @@ def test_upgrading_the_schema_4_file_indexes_the_policies_by_seq(tmp_path: Path)
     policies = _raw(path, f"SELECT {OLD_POLICY} FROM policy ORDER BY 1, 2, 3")
     plan = "EXPLAIN QUERY PLAN SELECT * FROM policy WHERE seq > 0 ORDER BY seq LIMIT 10"
     assert any("SCAN policy" in str(row) for row in _raw(path, plan))
-    report = Bank.upgrade(str(path))
+    report = upgrade_bank(str(path))
     assert (report.from_version, report.to_version, len(report.steps)) == (4, 6, 2)
     assert any("ix_policy_seq" in str(row) for row in _raw(path, plan))
     assert _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq") == events
@@ -142,7 +142,7 @@ def test_upgrading_the_schema_5_file_dates_each_policy_by_its_winning_event(tmp_
     path = _copy(tmp_path, SCHEMA5)
     events = _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq")
     policies = _raw(path, f"SELECT {OLD_POLICY} FROM policy ORDER BY 1, 2, 3")
-    report = Bank.upgrade(str(path))
+    report = upgrade_bank(str(path))
     assert (report.from_version, report.to_version, len(report.steps)) == (5, 6, 1)
     assert "newer wins" in report.steps[0]
     assert _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq") == events
@@ -160,7 +160,7 @@ def test_a_version_1_bank_has_its_projections_derived_again(tmp_path: Path) -> N
         conn.execute("DROP INDEX ix_policy_cost_model_version")
         conn.execute("ALTER TABLE policy DROP COLUMN cost_model_version")
         conn.execute("UPDATE checkpoint SET schema_version = 1")
-    report = Bank.upgrade(str(path))
+    report = upgrade_bank(str(path))
     assert report.from_version == 1 and len(report.steps) == 5
     with Bank.open(str(path)) as bank:
         assert bank.verify().ok and len(bank.policies()) == 48
@@ -171,7 +171,7 @@ def test_a_newer_bank_is_refused_even_by_upgrade(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("INSERT INTO bank_meta VALUES ('schema_version', '99')")
     before = _digest(path)
-    for attempt in (lambda: Bank.open(str(path)), lambda: Bank.upgrade(str(path))):
+    for attempt in (lambda: Bank.open(str(path)), lambda: upgrade_bank(str(path))):
         with pytest.raises(SchemaVersionError, match="bank schema 99 is newer than this tunebank "
                                                      "reads \\(up to 6\\); install a newer"):
             attempt()
@@ -187,7 +187,7 @@ def test_an_upgrade_that_cannot_replay_the_log_changes_nothing(tmp_path: Path) -
         conn.execute("DELETE FROM events WHERE seq = 1")  # a task that never started
     before = _digest(path)
     with pytest.raises(BankError, match="was never started"):
-        Bank.upgrade(str(path))
+        upgrade_bank(str(path))
     assert _digest(path) == before
     assert _raw(path, "SELECT schema_version FROM checkpoint") == [(1,)]
 

@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import oc
 from tunebank.bank import Bank
+from tunebank.bank.store import reads
 from tunebank.bank.store.driver import Db
 from tunebank.bank.store.schema import statements
 from tunebank.bank.store.schema.ddl import MODELS, table_of
@@ -37,8 +38,8 @@ def _busy_bank(path: Path) -> None:
         bank.policies()
         bank.history(repo_key="1")
         list(bank.policy_times())
-        bank.policy_refs()
-        bank.events_by_id([e.event_id for e in bank.events()])
+        reads.policy_refs(bank.store)
+        reads.events_by_id(bank.store, [e.event_id for e in bank.events()])
         assert bank.verify().ok
         bank.rebuild()
 

@@ -12,6 +12,7 @@ from tests.conftest import backend_url, info, oc
 from tests.seams import run_sql, stored_projection
 from tunebank.bank import Bank, Event, EventKind, OutcomeRuleError, PolicyFilter, StoreError
 from tunebank.bank.events import GENESIS_HASH, chain_hash
+from tunebank.bank.store import reads
 
 
 def finished_task(bank: Bank, outcomes: list, soc: str = "Ascend310") -> str:
@@ -112,7 +113,7 @@ class TestProjections:
         finished_task(bank, [oc("add", "1"), oc("add", "2"), oc("unsatisfied", "3")])
         task = finished_task(bank, [oc("hit", "1"), oc("update", "1", after=40.0),
                                     oc("hit", "2"), oc("reserved", "2"), oc("add", "4")])
-        assert bank.summary(task) == {
+        assert bank.task(task).repo_summary() == {
             "repo_add_num": 1, "repo_hit_num": 2, "repo_reserved_num": 1,
             "repo_unsatisfied_num": 0, "repo_update_num": 1, "total_num": 3,
         }
@@ -130,8 +131,8 @@ class TestProjections:
         task = bank.start_task("Ascend910B2", tuning_name="other chip")
         bank.record(task, [oc("add", "7", after=3.5)])
         every = {(p.soc_version, p.repo_key, p.op_type, p.best_us) for p in bank.policies()}
-        assert set(bank.store.policy_times()) == every and len(every) == 6 == bank.store.policy_count()
-        assert list(bank.store.policy_times("Ascend910B2")) == [("Ascend910B2", "7", "MatMul", 3.5)]
+        assert set(bank.policy_times()) == every and len(every) == 6 == reads.policy_count(bank.store)
+        assert list(bank.policy_times("Ascend910B2")) == [("Ascend910B2", "7", "MatMul", 3.5)]
 
     def test_lookup_many_keys_checks_info_dict(self, bank: Bank) -> None:
         finished_task(bank, [oc("add", str(k)) for k in range(700)])

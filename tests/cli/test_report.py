@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from fixtures.demo_bank import build
 from tests.browser import Chromium, chromium_path
+from tunebank.bank.store import reads
 from tunebank.cli.main import app
 
 runner = CliRunner()
@@ -43,7 +44,7 @@ def test_the_page_says_which_log_it_shows(report: tuple[Path, str]) -> None:
     from tunebank.bank import Bank
 
     with Bank.open(report[1]) as bank:
-        seq, link = bank.store.head()
+        seq, link = reads.head(bank.store)
     assert f"{seq:,} events, head {link[:16]}..." in report[0].read_text(encoding="utf-8")
 
 

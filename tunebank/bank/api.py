@@ -22,8 +22,8 @@ from tunebank.bank.events import (
     utc_now,
 )
 from tunebank.bank.location import BankLocation, prepare_for_write, resolve, writable
-from tunebank.bank.projection import Policy, PolicyKey, Projection
-from tunebank.bank.store import AppendResult, EventFilter, PolicyFilter, StreamResult, open_store
+from tunebank.bank.projection import Policy, Projection
+from tunebank.bank.store import AppendResult, EventFilter, PolicyFilter, StreamResult, open_store, reads
 from tunebank.bank.store.base import EventStore
 from tunebank.bank.store.rows import values_to_policy
 from tunebank.bank.store.schema.version import check_version
@@ -89,7 +89,9 @@ class Bank:
         self.store = store
         self.location = location
         self._socs: dict[str, str] = {}
-        self.bank_id = store.meta("bank_id") or "unknown"
+        self.bank_id = reads.meta(store, "bank_id") or "unknown"
+        self.origin = f"bank:{self.bank_id}"
+        """The origin stamped on events made in this bank."""
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -133,30 +135,6 @@ class Bank:
                     Path(f"{location.path}{end}").unlink(missing_ok=True)
             raise
 
-    @classmethod
-    def upgrade(cls, db: str | None = None, *, env: dict[str, str] | None = None) -> UpgradeReport:
-        """Bring the bank at ``db`` to this tunebank's schema version (see :mod:`bank.store.migrate`).
-
-        Raises:
-            BankLocationError: there is no bank there.
-            SchemaVersionError: the bank is newer than this tunebank.
-        """
-        from tunebank.bank.store.migrate import (
-            upgrade,  # the tables' DDL: SQLModel is loaded only here
-        )
-
-        location = resolve(db, env)
-        if not location.exists:
-            raise BankLocationError(f"no bank at {location.describe()}")
-        prepare_for_write(location)
-        store = open_store(location.url, given=location.given)
-        try:
-            if not store.is_initialised():
-                raise _not_a_bank(store, location)
-            return upgrade(store, location.describe())
-        finally:
-            store.close()
-
     def close(self) -> None:
         """Release the database."""
         self.store.close()
@@ -167,11 +145,6 @@ class Bank:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
-
-    @property
-    def origin(self) -> str:
-        """The origin stamped on events made in this bank."""
-        return f"bank:{self.bank_id}"
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -252,7 +225,7 @@ class Bank:
         """
         wanted = {key: info for key, info in operators}
         found = {}
-        for row in self.store.policy_rows_for_keys(soc_version, list(wanted)):
+        for row in reads.policy_rows_for_keys(self.store, soc_version, list(wanted)):
             key, stored_info = row[1], row[4]
             info = wanted[key]
             if stored_info == canonical_json(info or {}):  # equal dicts, equal text: undecoded
@@ -269,7 +242,8 @@ class Bank:
         """
         wanted = dict(operators)
         found: dict[str, float | None] = {}
-        for stored in self.store.outcomes_for_keys(soc_version, EventKind.UNSATISFIED, list(wanted)):
+        for stored in reads.outcomes_for_keys(self.store, soc_version, EventKind.UNSATISFIED,
+                                              list(wanted)):
             payload = stored.event.payload
             key = stored.event.repo_key
             if key in wanted and payload.get("reason") == "no_gain" \
@@ -283,7 +257,7 @@ class Bank:
         Raises:
             UnknownTaskError: no task, or several, match.
         """
-        matches = self.store.tasks_by_prefix(task_ref)
+        matches = reads.tasks_by_prefix(self.store, task_ref)
         exact_match = [t for t in matches if t.task_id == task_ref]
         if exact_match:
             return exact_match[0]
@@ -294,13 +268,9 @@ class Bank:
             raise UnknownTaskError(f"task {task_ref!r}: ambiguous, matches {names}")
         return matches[0]
 
-    def summary(self, task_ref: str) -> dict[str, int]:
-        """The task's repo_summary, under AOE's six field names."""
-        return self.task(task_ref).repo_summary()
-
     def tasks(self) -> list[TaskView]:
         """Every task, oldest first."""
-        return self.store.tasks()
+        return reads.tasks(self.store)
 
     def policies(self, where: PolicyFilter | None = None, *, at_seq: int | None = None,
                  as_of: str | None = None) -> list[Policy]:
@@ -311,8 +281,8 @@ class Bank:
         """
         where = where or PolicyFilter()
         if at_seq is None and as_of is None:
-            return self.store.policies(where)
-        events = self.store.iter_events(EventFilter(
+            return reads.policies(self.store, where)
+        events = reads.events(self.store, EventFilter(
             until_seq=at_seq, until_time=as_of, kinds=(EventKind.ADD, EventKind.UPDATE),
             soc_version=where.soc_version, op_type=where.op_type, repo_key=where.repo_key))
         projection = Projection()
@@ -328,51 +298,26 @@ class Bank:
         """Every outcome event of a key, an op name or an op type, oldest first."""
         where = EventFilter(repo_key=repo_key, op_name=op_name, op_type=op_type,
                             soc_version=soc_version, kinds=tuple(str(k) for k in OUTCOME_KINDS))
-        return list(self.store.iter_events(where))
+        return list(reads.events(self.store, where))
 
-    def events(self, since: int = 0, until: int | None = None) -> Iterator[StoredEvent]:
-        """The raw log after seq ``since``, streamed oldest first."""
-        return self.store.iter_events(EventFilter(since_seq=since, until_seq=until))
-
-    def task_events(self, task_id: str) -> list[StoredEvent]:
-        """Every event of one task, oldest first."""
-        return list(self.store.iter_events(EventFilter(task_id=task_id)))
+    def events(self, since: int = 0, until: int | None = None, *,
+               task_id: str | None = None) -> Iterator[StoredEvent]:
+        """The raw log after seq ``since`` (up to ``until``; of one task), streamed oldest first."""
+        return reads.events(self.store, EventFilter(since_seq=since, until_seq=until, task_id=task_id))
 
     def event_rows(self) -> Iterator[tuple[Any, ...]]:
         """The whole log as stored rows (the events table's columns), oldest first, nothing
         decoded: what an export writes."""
-        return self.store.iter_event_rows()
-
-    def policy_count(self) -> int:
-        """How many policies the bank holds (one query, nothing decoded)."""
-        return self.store.policy_count()
+        return reads.event_rows(self.store)
 
     def policy_times(self, soc_version: str | None = None) -> Iterator[tuple[str, str, str | None, float]]:
         """(soc_version, repo_key, op_type, best_us) of every policy (of one chip), nothing
         else decoded."""
-        return self.store.policy_times(soc_version)
-
-    def policy_refs(self) -> dict[PolicyKey, tuple[str, float]]:
-        """Every policy's key with its event id and best time: what a merge compares."""
-        return self.store.policy_refs()
-
-    def policy_payloads(self) -> list[tuple[str, str, str | None, dict[str, Any]]]:
-        """(soc_version, repo_key, op_type, payload) of every policy's winning event, in seq
-        order (one query): what an export that needs more than the policy (an AOE entry's own
-        fields) reads."""
-        return self.store.policy_payloads()
-
-    def policies_by_key(self, keys: Sequence[PolicyKey]) -> dict[PolicyKey, Policy]:
-        """The policies of ``keys`` the bank holds."""
-        return self.store.policies_by_key(keys)
-
-    def events_by_id(self, event_ids: Sequence[str]) -> list[StoredEvent]:
-        """The events of ``event_ids`` the log holds."""
-        return self.store.events_by_id(event_ids)
+        return reads.policy_times(self.store, soc_version)
 
     def head(self) -> int:
         """The seq of the last event (0 for an empty bank)."""
-        return self.store.head()[0]
+        return reads.head(self.store)[0]
 
     # -- auditing -----------------------------------------------------------------------------
 
@@ -389,6 +334,31 @@ class Bank:
             BankError: verify finds the log broken and ``force`` is not given.
         """
         return rebuild(self.store, force=force, reindex=reindex)
+
+
+def upgrade_bank(db: str | None = None, *, env: dict[str, str] | None = None) -> UpgradeReport:
+    """Bring the bank at ``db`` to this tunebank's schema version (see :mod:`bank.store.migrate`):
+    the one way to open a bank of an older schema, which :meth:`Bank.open` refuses.
+
+    Raises:
+        BankLocationError: there is no bank there.
+        SchemaVersionError: the bank is newer than this tunebank.
+    """
+    from tunebank.bank.store.migrate import (
+        upgrade,  # the tables' DDL: SQLModel is loaded only here
+    )
+
+    location = resolve(db, env)
+    if not location.exists:
+        raise BankLocationError(f"no bank at {location.describe()}")
+    prepare_for_write(location)
+    store = open_store(location.url, given=location.given)
+    try:
+        if not store.is_initialised():
+            raise _not_a_bank(store, location)
+        return upgrade(store, location.describe())
+    finally:
+        store.close()
 
 
 def policy_json(policy: Policy) -> dict[str, Any]:
@@ -432,4 +402,4 @@ def task_json(task: TaskView) -> dict[str, Any]:
     }
 
 
-__all__ = ["Bank", "Outcome", "policy_json", "task_json"]
+__all__ = ["Bank", "Outcome", "policy_json", "task_json", "upgrade_bank"]

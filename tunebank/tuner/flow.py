@@ -214,7 +214,7 @@ def open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel,
     tuning_name = options.tuning_name or f"{model_name}_{options.soc_version}"
     if options.reload or resume is not None:
         task = resume or _unfinished_task(bank, options.soc_version, model_hash, options.job_type)
-        events = bank.task_events(task.task_id)
+        events = list(bank.events(task_id=task.task_id))
         options = replace(resumed_options(options, events[0].event.payload), reload=True)
         backend = backend_for(options)
         outcomes.absorb(events)
@@ -400,7 +400,7 @@ def finish(run: TaskRun) -> TuneReport:
         output_model = _write_output(run, knowledge, names)
     return TuneReport(
         task_id=run.task_id, tuning_name=run.tuning_name, soc_version=run.options.soc_version,
-        status=status, repo_summary=run.bank.summary(run.task_id), measurements=run.measurements,
+        status=status, repo_summary=run.bank.task(run.task_id).repo_summary(), measurements=run.measurements,
         model_baseline_ms=before_ms, model_result_ms=after_ms, tuning_time_s=elapsed,
         result_file=run.result_file, tuning_result_file=tuning_file, output_model=output_model,
         failed_operators=failed, not_tunable=dict(Counter(op.op_type for op in run.plan.not_tunable)),

@@ -89,11 +89,11 @@ class Chunks:
 
 def check_chunks(store: EventStore, chunks: Chunks) -> list[Problem]:
     """Check ranges of ``store``'s log taken from ``chunks`` until none are left."""
-    from tunebank.bank.store import EventFilter
+    from tunebank.bank.store import EventFilter, reads
 
     found: list[Problem] = []
     while (taken := chunks.take()) is not None:
-        rows = store.iter_event_rows(EventFilter(since_seq=taken[0], until_seq=taken[1]))
+        rows = reads.event_rows(store, EventFilter(since_seq=taken[0], until_seq=taken[1]))
         found.extend(rows_problems(rows))
     return found
 

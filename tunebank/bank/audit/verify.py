@@ -11,7 +11,7 @@ from tunebank.bank.audit.chain import checked_in_workers, row_problems, workers_
 from tunebank.bank.errors import BankError, OutcomeRuleError
 from tunebank.bank.events import GENESIS_HASH, StoredEvent
 from tunebank.bank.projection import PolicyKey, Projection
-from tunebank.bank.store import Replay
+from tunebank.bank.store import Replay, reads
 from tunebank.bank.store.base import EventStore
 from tunebank.bank.store.rows import policy_row_of, row_fingerprint, values_to_logged
 from tunebank.bank.store.writes import bulk_job
@@ -62,7 +62,7 @@ def check_log(store: EventStore, report: VerifyReport,
     it. For a long log the ids, links and structure are checked in worker processes while this
     one folds it (:mod:`bank.audit.chain`) and then runs ``meanwhile`` on the fold, before it waits
     for them."""
-    head = store.head()[0]
+    head = reads.head(store)[0]
     workers = workers_for(store.url, head)
     with ExitStack() as stack:
         in_workers = stack.enter_context(checked_in_workers(store.url, head, workers)) \
@@ -76,7 +76,7 @@ def check_log(store: EventStore, report: VerifyReport,
             for seq, problem in problems:
                 report.flag(seq, problem)
             check_structure(structure, report)
-    checkpoint, head = store.checkpoint(), report.head_seq
+    checkpoint, head = reads.checkpoint(store), report.head_seq
     if checkpoint > head:
         report.flag(head + 1, f"the log ends at seq {head} but the projections were made from seq "
                               f"{checkpoint}: events {head + 1}..{checkpoint} are gone from the log")
@@ -108,7 +108,7 @@ def _fold_log(store: EventStore, report: VerifyReport, check_links: bool) -> Rep
     row's id and link)."""
     projection = ReplayedPolicies()
     expected_seq, prev = 1, GENESIS_HASH
-    for row in store.iter_event_rows():
+    for row in reads.event_rows(store):
         seq = row[0]
         try:
             stored = values_to_logged(row)
@@ -181,7 +181,7 @@ def compare_policies(store: EventStore, replayed: ReplayedPolicies,
     listed = 0
     unseen = replayed.winners  # consumed: a copy would double the largest thing verify holds
     expected = replayed.expected
-    for row in store.iter_policy_rows():
+    for row in reads.policy_rows(store):
         key: PolicyKey = (row[0], row[1], row[2])
         ref = unseen.pop(key, None)
         if ref is None:
@@ -236,12 +236,12 @@ def check_anchor(store: EventStore, anchor: Anchor, report: VerifyReport) -> Non
     """Check that the log passes through ``anchor`` (a link recorded elsewhere, as
     ``bank verify --head`` printed it): a cut, or a forged event in place of a real one, moves
     every hash after it, and no one can make the recorded one again."""
-    seq = store.seq_of_hash(anchor.hash) if anchor.seq is None else anchor.seq
+    seq = reads.seq_of_hash(store, anchor.hash) if anchor.seq is None else anchor.seq
     if seq is None:  # a bare HASH: it may stand at any seq, and stands at none
         report.flag(None, f"--expect-head: no event of the log has hash {anchor.hash}: the log is "
                           "not the history that was anchored")
         return
-    found = store.hash_at(seq)
+    found = reads.hash_at(store, seq)
     if found != anchor.hash:
         what = "is not in the log" if found is None else f"has hash {found}"
         report.flag(seq, f"--expect-head: seq {seq} {what}, not the anchored {anchor.hash}: the log "
@@ -268,7 +268,7 @@ def audit(store: EventStore, anchor: Anchor | None = None
     stored = VerifyReport()  # the projections' differences, listed after the log's problems
 
     def compare(replayed: ReplayedPolicies) -> PolicyDifferences:
-        compare_tasks(replayed.tasks, {t.task_id: t for t in store.tasks()}, stored)
+        compare_tasks(replayed.tasks, {t.task_id: t for t in reads.tasks(store)}, stored)
         report.policies = len(replayed.winners)
         return compare_policies(store, replayed, stored)
 
@@ -295,6 +295,11 @@ class RebuildReport:
     replaced: list[str] = field(default_factory=list)
     """The stored projections the rebuild threw away or changed, as verify listed them."""
     reindexed: bool = False
+    tasks: int = 0
+    """How many tasks the rebuilt projection holds."""
+    policies: int = 0
+    """How many policies it holds (counted by the database: a Policy per key took 927 MB for a
+    1,000,000-event bank's 185,340)."""
 
 
 def _is_projection_problem(problem: str) -> bool:
@@ -339,4 +344,6 @@ def rebuild(store: EventStore, *, force: bool = False, reindex: bool = False) ->
         report.head = store.rebuild_projection(replayed)
     except ValueError as exc:
         raise BankError(f"the log cannot be read: {exc}") from exc
+    with store.snapshot():
+        report.tasks, report.policies = len(reads.tasks(store)), reads.policy_count(store)
     return report

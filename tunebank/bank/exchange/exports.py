@@ -13,6 +13,7 @@ from tunebank.bank.errors import BankError
 from tunebank.bank.events import EventKind
 from tunebank.bank.formats.aoe_repo import TreeWrite
 from tunebank.bank.formats.opat import ReportInfo, TaskOutcomes, opat_v1, opat_v2, sgat
+from tunebank.bank.store import reads
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ def _export_tree(bank: Bank, out: Path, chip_cores: Mapping[str, int], core_num:
 
     cores = {soc: core_num or count for soc, count in chip_cores.items()}
     entries, subgraphs, socs = [], 0, set()
-    for soc, repo_key, op_type, payload in bank.policy_payloads():
+    for soc, repo_key, op_type, payload in reads.policy_payloads(bank.store):
         if (payload.get("info_dict") or {}).get("job_type") == "sgat":
             subgraphs += 1
             continue
@@ -72,7 +73,7 @@ def task_result(bank: Bank, task_ref: str, file_format: str, result_format: str 
         BankError: the task is of the other job type.
     """
     task = bank.task(task_ref)
-    events = bank.task_events(task.task_id)
+    events = list(bank.events(task_id=task.task_id))
     started = next(s.event.payload for s in events if s.event.kind == EventKind.TASK_STARTED)
     is_sgat = started.get("job_type") == "sgat"
     if (file_format == "sgat") != is_sgat:

@@ -14,6 +14,7 @@ from typing import Any
 
 from tunebank.bank.api import Bank
 from tunebank.bank.projection import Policy, PolicyKey, policy_of
+from tunebank.bank.store import reads
 
 _PAGE = 2000
 
@@ -119,7 +120,7 @@ class MergeReport:
 
 
 Refs = dict[PolicyKey, tuple[str, float]]
-"""Each key's winning event_id and best time, as :meth:`EventStore.policy_refs` reads them."""
+"""Each key's winning event_id and best time, as :func:`bank.store.reads.policy_refs` reads them."""
 
 
 def merge_into(target: Bank, source: Bank) -> MergeReport:
@@ -129,10 +130,10 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
         OutcomeRuleError: the source's log breaks the outcome rules in the target (nothing is
             written).
     """
-    before = target.policy_refs()
-    theirs = source.policy_refs()
+    before = reads.policy_refs(target.store)
+    theirs = reads.policy_refs(source.store)
     result = target.append_stream(lambda: (stored.event for stored in source.events()))
-    after = target.policy_refs()
+    after = reads.policy_refs(target.store)
     report = MergeReport(source=source.location.shown,
                          added=result.appended, present=result.skipped)
     report.count_changes(before, theirs, after)
@@ -141,12 +142,12 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
         return report
     for start in range(0, len(contested), _PAGE):  # a page of keys at a time: memory stays flat
         part = contested[start:start + _PAGE]
-        others = source.policies_by_key(part)
-        winners = target.policies_by_key(part)
+        others = reads.policies_by_key(source.store, part)
+        winners = reads.policies_by_key(target.store, part)
         # the target's policy before the merge: still there if it won, else made again from its
         # event, read for the whole page in one query
         lost = sorted({before[key][0] for key in part if winners[key].event_id != before[key][0]})
-        formerly = {stored.event_id: policy_of(stored) for stored in target.events_by_id(lost)}
+        formerly = {stored.event_id: policy_of(stored) for stored in reads.events_by_id(target.store, lost)}
         for key in part:
             other, winner = others[key], winners[key]
             mine = winner if winner.event_id == before[key][0] else formerly.get(before[key][0])

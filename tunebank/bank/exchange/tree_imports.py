@@ -28,6 +28,7 @@ from tunebank.bank.canonical import canonical_json
 from tunebank.bank.events import Event, EventKind, format_time, utc_now
 from tunebank.bank.formats.aoe_repo import TreeEntry, TreeRead
 from tunebank.bank.projection import standing
+from tunebank.bank.store import reads
 
 if TYPE_CHECKING:
     from tunebank.bank.api import Bank
@@ -116,7 +117,7 @@ def _changes(bank: Bank, path: str, soc: str, entries: Sequence[TreeEntry],
     """Each entry the bank lacks or holds otherwise; counts the rest."""
     held = bank.lookup(soc, [(e.repo_key, e.entry.info_dict) for e in entries])
     payloads = {s.event_id: s.event.payload
-                for s in bank.events_by_id([p.event_id for p in held.values()])}
+                for s in reads.events_by_id(bank.store, [p.event_id for p in held.values()])}
     timed = [key for key, policy in held.items() if math.isfinite(policy.best_us)]
     latest_untimed = _latest_untimed(bank, soc, timed)
     changes = []
@@ -155,7 +156,7 @@ def _latest_untimed(bank: Bank, soc: str, keys: Sequence[str]) -> dict[str, str]
         return {}
     best: dict[str, tuple[Any, str]] = {}
     for kind in (EventKind.ADD, EventKind.UPDATE):
-        for stored in bank.store.outcomes_for_keys(soc, kind, keys):
+        for stored in reads.outcomes_for_keys(bank.store, soc, kind, keys):
             payload = stored.event.payload
             if payload.get("performance_after_us") is not None:
                 continue
@@ -193,7 +194,7 @@ def recorded_empty_files(bank: Bank) -> dict[str, dict[str, str]]:
     from tunebank.bank.store.results import EventFilter
 
     found: dict[str, dict[str, str]] = defaultdict(dict)
-    for stored in bank.store.iter_events(EventFilter(kinds=(str(EventKind.TASK_STARTED),))):
+    for stored in reads.events(bank.store, EventFilter(kinds=(str(EventKind.TASK_STARTED),))):
         payload = stored.event.payload
         if payload.get("job_type") == JOB_TYPE and isinstance(payload.get("empty_files"), dict):
             for name, text in payload["empty_files"].items():

@@ -27,7 +27,7 @@ class EventFileError(BankError):
 
 def write_event_rows(handle: IO[str], rows: Iterable[Sequence[Any]], bank_id: str) -> int:
     """Stream events rows (:data:`bank.store.schema.statements.EVENT_COLUMNS` order, as
-    :meth:`bank.store.EventStore.iter_event_rows` reads them) to ``handle``, nothing decoded;
+    :func:`bank.store.reads.event_rows` reads them) to ``handle``, nothing decoded;
     return how many were written."""
     handle.write(header_line(bank_id))
     count = 0

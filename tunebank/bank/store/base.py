@@ -27,15 +27,12 @@ from contextlib import contextmanager, suppress
 from typing import Any, Literal, TypeVar
 
 from tunebank.bank.errors import READ_ONLY, StoreError
-from tunebank.bank.events import Event, EventKind, StoredEvent
+from tunebank.bank.events import Event
 from tunebank.bank.location import scrubbed
-from tunebank.bank.projection import Policy, PolicyKey
-from tunebank.bank.store import reads, replay, writes
-from tunebank.bank.store.driver import Db, Row
-from tunebank.bank.store.results import AppendResult, EventFilter, PolicyFilter, Replay, StreamResult
-from tunebank.bank.store.rows import values_to_event, values_to_policy
+from tunebank.bank.store import replay, writes
+from tunebank.bank.store.driver import Db
+from tunebank.bank.store.results import AppendResult, Replay, StreamResult
 from tunebank.bank.store.schema import statements as sql
-from tunebank.bank.tasks import TaskView
 
 T = TypeVar("T")
 Mode = Literal["read", "write", "snapshot"]
@@ -297,39 +294,7 @@ class EventStore(ABC):
         """The schema version the bank was written with (see
         :data:`bank.store.schema.version.SCHEMA_VERSION`)."""
         with self.transaction() as db:
-            return self.schema_version_in(db)
-
-    @staticmethod
-    def schema_version_in(db: Db) -> int:
-        """:meth:`schema_version`, read in an open transaction. Versions 1 and 2 kept it in the
-        checkpoint; from 3 it is in bank_meta."""
-        value = db.scalar(sql.READ_META, ("schema_version",))
-        if value is not None:
-            try:
-                return int(value)
-            except ValueError:
-                raise StoreError(f"bank_meta.schema_version is {value!r}, not a number") from None
-        row = db.one("SELECT schema_version FROM checkpoint WHERE name = ?", (sql.CHECKPOINT,))
-        return int(row[0]) if row else 1
-
-    def meta(self, name: str) -> str | None:
-        """One fact about the bank itself (``bank_id``), or ``None``."""
-        with self.transaction() as db:
-            value = db.scalar(sql.READ_META, (name,))
-            return None if value is None else str(value)
-
-    def hash_at(self, seq: int) -> str | None:
-        """The chain hash of the event at ``seq``, or ``None`` if the log has no such seq."""
-        with self.transaction() as db:
-            value = db.scalar("SELECT hash FROM events WHERE seq = ?", (seq,))
-            return None if value is None else str(value)
-
-    def seq_of_hash(self, chain_hash: str) -> int | None:
-        """The seq of the event whose chain hash is ``chain_hash``, or ``None`` (a scan: the
-        hash column has no index, and an audit asks this once)."""
-        with self.transaction() as db:
-            value = db.scalar("SELECT seq FROM events WHERE hash = ?", (chain_hash,))
-            return None if value is None else int(value)
+            return schema_version_in(db)
 
     # -- the log -----------------------------------------------------------------------------
 
@@ -360,111 +325,6 @@ class EventStore(ABC):
         """
         return self._write(lambda db: writes.append_stream(db, make_events, chunk))
 
-    def head(self) -> tuple[int, str]:
-        """The last seq and its hash (``0`` and the genesis hash for an empty log)."""
-        with self.transaction() as db:
-            return writes.head(db)
-
-    def checkpoint(self) -> int:
-        """The last seq the stored projections reflect."""
-        with self.transaction() as db:
-            value = db.scalar(sql.READ_CHECKPOINT, (sql.CHECKPOINT,))
-            return int(value) if value is not None else 0
-
-    def iter_events(self, where: EventFilter | None = None) -> Iterator[StoredEvent]:
-        """Stream events oldest first, a page at a time, so memory does not grow with the log.
-
-        Raises:
-            EventValidationError, ValueError: a stored row is not a valid event.
-        """
-        for row in self.iter_event_rows(where):
-            yield values_to_event(row)
-
-    def iter_event_rows(self, where: EventFilter | None = None) -> Iterator[Row]:
-        """The raw rows of :meth:`iter_events` (columns in
-        :data:`bank.store.schema.statements.EVENT_COLUMNS` order), in keyset pages of seq."""
-        with self.transaction() as db:
-            yield from replay.event_pages(db, where or EventFilter())
-
-    def events_by_id(self, event_ids: Sequence[str]) -> list[StoredEvent]:
-        """The stored events with these ids, in seq order."""
-        with self.transaction() as db:
-            return reads.events_by_id(db, event_ids)
-
-    def policy_payloads(self) -> list[tuple[str, str, str | None, dict[str, Any]]]:
-        """(soc_version, repo_key, op_type, payload) of every policy's winning event."""
-        with self.transaction() as db:
-            return list(reads.policy_payloads(db))
-
-    def outcomes_for_keys(self, soc_version: str, kind: str,
-                          repo_keys: Sequence[str]) -> list[StoredEvent]:
-        """Every ``kind`` event of ``soc_version`` whose repo_key is in ``repo_keys``."""
-        with self.transaction() as db:
-            return reads.outcomes_for_keys(db, soc_version, str(EventKind(kind)), repo_keys)
-
-    # -- projections -------------------------------------------------------------------------
-
-    def tasks(self) -> list[TaskView]:
-        """Every task, oldest first."""
-        with self.transaction() as db:
-            return reads.tasks(db)
-
-    def tasks_by_prefix(self, prefix: str) -> list[TaskView]:
-        """The tasks whose id starts with ``prefix``."""
-        with self.transaction() as db:
-            return reads.tasks_by_prefix(db, prefix)
-
-    def policies(self, where: PolicyFilter | None = None) -> list[Policy]:
-        """The current policies matching ``where``, ordered by chip, op type and key."""
-        with self.transaction() as db:
-            return reads.policies(db, where or PolicyFilter())
-
-    def policy_count(self) -> int:
-        """How many policies the projection holds, counted by the database."""
-        with self.transaction() as db:
-            return int(db.scalar("SELECT COUNT(*) FROM policy"))
-
-    def policy_times(self, soc_version: str | None = None) -> Iterator[tuple[str, str, str | None, float]]:
-        """(soc_version, repo_key, op_type, best_us) of every current policy, streamed, nothing
-        decoded: what a report of a large bank needs, without building a Policy per key."""
-        with self.transaction() as db:
-            yield from reads.policy_times(db, soc_version)
-
-    def policy_rows_for_keys(self, soc_version: str, repo_keys: Sequence[str]) -> list[Row]:
-        """The stored policy rows of ``soc_version`` whose repo_key is in ``repo_keys``
-        (:data:`bank.store.schema.statements.POLICY_COLUMNS` order, the JSON columns not decoded)."""
-        with self.transaction() as db:
-            return reads.policy_rows_for_keys(db, soc_version, repo_keys)
-
-    def policies_for_keys(self, soc_version: str, repo_keys: Sequence[str]) -> list[Policy]:
-        """Every stored policy of ``soc_version`` whose repo_key is in ``repo_keys``."""
-        return [values_to_policy(row) for row in self.policy_rows_for_keys(soc_version, repo_keys)]
-
-    def policy_refs(self) -> dict[PolicyKey, tuple[str, float]]:
-        """The event_id and best time of every stored policy, by key: what a merge compares,
-        without decoding the policies themselves."""
-        with self.transaction() as db:
-            return reads.policy_refs(db)
-
-    def policies_by_key(self, keys: Sequence[PolicyKey]) -> dict[PolicyKey, Policy]:
-        """The stored policies of ``keys`` (those that exist)."""
-        wanted = set(keys)
-        by_soc: dict[str, list[str]] = {}
-        for soc, key, _ in wanted:
-            by_soc.setdefault(soc, []).append(key)
-        found: dict[PolicyKey, Policy] = {}
-        for soc, repo_keys in by_soc.items():
-            for policy in self.policies_for_keys(soc, repo_keys):
-                if policy.key in wanted:
-                    found[policy.key] = policy
-        return found
-
-    def iter_policy_rows(self) -> Iterator[Row]:
-        """Every stored policy row (columns in :data:`bank.store.schema.statements.POLICY_COLUMNS`
-        order), streamed in pages of seq, for ``verify`` to compare with a replay."""
-        with self.transaction() as db:
-            yield from replay.stored_policy_rows(db)
-
     def rebuild_projection(self, replayed: Callable[[], Replay | None] | None = None) -> int:
         """Make the projection tables what the log makes, in one write transaction (writers
         wait meanwhile); return the seq they reflect. ``replayed`` runs first with the write
@@ -484,3 +344,16 @@ class EventStore(ABC):
                                              found.head)
 
         return self._write(work)
+
+
+def schema_version_in(db: Db) -> int:
+    """The bank's schema version, read in an open transaction. Versions 1 and 2 kept it in the
+    checkpoint; from 3 it is in bank_meta."""
+    value = db.scalar(sql.READ_META, ("schema_version",))
+    if value is not None:
+        try:
+            return int(value)
+        except ValueError:
+            raise StoreError(f"bank_meta.schema_version is {value!r}, not a number") from None
+    row = db.one("SELECT schema_version FROM checkpoint WHERE name = ?", (sql.CHECKPOINT,))
+    return int(row[0]) if row else 1

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from tunebank.bank.store.base import schema_version_in
 from tunebank.bank.store.driver import Db
 from tunebank.bank.store.replay import derive_projection
 from tunebank.bank.store.schema import statements as sql
@@ -93,7 +94,7 @@ def upgrade(store: EventStore, where: str) -> UpgradeReport:
         BankError: the log cannot be replayed into the new projections (nothing is changed).
     """
     def work(db: Db) -> UpgradeReport:
-        found = store.schema_version_in(db)  # under the write lock: one upgrade at a time
+        found = schema_version_in(db)  # under the write lock: one upgrade at a time
         if found > SCHEMA_VERSION:
             check_version(found, where)
         steps = [step for step in STEPS if step.version >= found]

@@ -143,7 +143,7 @@ def _task_of(bank: Bank, options: TuneOptions, model_hash: str) -> TaskView | No
     """The task the campaign started for this place, if it started one."""
     for task in bank.tasks():
         if task.soc_version == options.soc_version and task.model_hash == model_hash:
-            started = bank.task_events(task.task_id)[0].event.payload
+            started = next(bank.events(task_id=task.task_id)).event.payload
             if started.get("campaign") == options.campaign:
                 return task
     return None
