@@ -16,10 +16,18 @@ from tunebank.bank import Bank
 from tunebank.bank.store import reads
 from tunebank.bank.store.driver import Db
 from tunebank.bank.store.schema import statements
-from tunebank.bank.store.schema.ddl import MODELS, table_of
+from tunebank.bank.store.schema.creation import ddl_for
+from tunebank.bank.store.schema.ddl import MODELS, render, table_of
 from tunebank.bank.store.schema.tables import EventRow, PolicyRow, TaskRow
 
 _OF_TABLE = {table_of(model).name: model for model in MODELS}
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_a_new_bank_is_made_with_the_ddl_the_tables_render(dialect: str) -> None:
+    """creation.py keeps the DDL as text so that making a bank needs no SQLModel; a column or
+    index changed in tables.py without it fails here."""
+    assert ddl_for(dialect) == render(dialect)
 
 
 def _busy_bank(path: Path) -> None:

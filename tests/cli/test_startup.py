@@ -1,5 +1,5 @@
 """Reading commands on an SQLite bank start without SQLAlchemy and SQLModel: the store speaks
-sqlite3 itself, and the tables are imported only to create or upgrade a bank."""
+sqlite3 itself, and the tables are imported only to upgrade a bank."""
 
 from __future__ import annotations
 
@@ -45,9 +45,17 @@ def test_a_reading_command_starts_without_the_orm(tmp_path: Path, command: list[
     assert _loaded_by([*command, "--db", str(db)], tmp_path) == []
 
 
-def test_making_a_bank_is_what_loads_them(tmp_path: Path) -> None:
-    """The probe can see them: `bank init` compiles the tables' DDL through SQLAlchemy."""
-    assert "sqlalchemy" in _loaded_by(["init", "--db", str(tmp_path / "new.db")], tmp_path)
+def test_making_a_bank_loads_no_tables(tmp_path: Path) -> None:
+    """Issue 30: `bank init` (and the first tune into a new file) ran the DDL SQLAlchemy compiled
+    from the SQLModel tables; it now runs the DDL rendered once (bank/store/schema/creation.py),
+    which tests/bank/test_statements.py holds equal to SQLAlchemy's."""
+    assert _loaded_by(["init", "--db", str(tmp_path / "new.db")], tmp_path) == []
+    assert (tmp_path / "new.db").is_file()
+
+
+def test_upgrading_a_bank_is_what_loads_them(tmp_path: Path) -> None:
+    """The probe can see them: `bank upgrade` changes tables through SQLAlchemy's DDL."""
+    assert "sqlalchemy" in _loaded_by(["upgrade", "--db", str(_bank(tmp_path))], tmp_path)
 
 
 def test_opening_an_existing_bank_to_write_loads_no_tables(tmp_path: Path) -> None:

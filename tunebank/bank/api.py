@@ -10,7 +10,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from tunebank.bank.audit.verify import RebuildReport, VerifyReport, rebuild, verify
 from tunebank.bank.canonical import canonical_json
 from tunebank.bank.errors import BankLocationError, OutcomeRuleError, UnknownTaskError
 from tunebank.bank.events import (
@@ -30,6 +29,7 @@ from tunebank.bank.store.schema.version import check_version
 from tunebank.bank.tasks import TaskView
 
 if TYPE_CHECKING:
+    from tunebank.bank.audit.verify import RebuildReport, VerifyReport
     from tunebank.bank.formats.jsonl import Anchor
     from tunebank.bank.store.migrate import UpgradeReport
 
@@ -324,6 +324,8 @@ class Bank:
     def verify(self, anchor: Anchor | None = None) -> VerifyReport:
         """Check the database, the log and the projections, and with ``anchor`` that the log
         passes through a link recorded elsewhere (see :func:`bank.audit.verify.verify`)."""
+        from tunebank.bank.audit.verify import verify  # the audit's modules load only for an audit
+
         return verify(self.store, anchor)
 
     def rebuild(self, *, force: bool = False, reindex: bool = False) -> RebuildReport:
@@ -333,6 +335,8 @@ class Bank:
         Raises:
             BankError: verify finds the log broken and ``force`` is not given.
         """
+        from tunebank.bank.audit.verify import rebuild
+
         return rebuild(self.store, force=force, reindex=reindex)
 
 

@@ -33,6 +33,7 @@ from tunebank.bank.store import replay, writes
 from tunebank.bank.store.driver import Db
 from tunebank.bank.store.results import AppendResult, Replay, StreamResult
 from tunebank.bank.store.schema import statements as sql
+from tunebank.bank.store.schema.creation import create_bank
 
 T = TypeVar("T")
 Mode = Literal["read", "write", "snapshot"]
@@ -279,10 +280,8 @@ class EventStore(ABC):
         """
         if not self.read_only:
             self._prepare_file()
-        if self.is_initialised():  # an existing bank: no write lock, and SQLModel never loaded
+        if self.is_initialised():  # an existing bank: no write lock
             return False
-        from tunebank.bank.store.schema.ddl import create_bank  # SQLModel is imported only to create
-
         return self._write(lambda db: create_bank(self, db, bank_id))  # checks again, locked
 
     def is_initialised(self) -> bool:

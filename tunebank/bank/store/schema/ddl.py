@@ -1,6 +1,7 @@
-"""Making and changing a bank's tables: the only place the SQLModel tables of
-:mod:`bank.store.schema.tables` are turned into DDL, compiled for the database and run through its driver.
-Imported only when a bank is created or upgraded, so everyday commands never load SQLAlchemy.
+"""Changing a bank's tables: the only place the SQLModel tables of :mod:`bank.store.schema.tables`
+are compiled into DDL for the database and run through its driver. Imported only by ``bank
+upgrade`` (:mod:`bank.store.migrate`) and by the test that holds the DDL a new bank is made with
+(:mod:`bank.store.schema.creation`) equal to :func:`render`'s.
 """
 
 from __future__ import annotations
@@ -13,10 +14,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.schema import CreateIndex, CreateTable, DropTable
 from sqlmodel import SQLModel
 
-from tunebank.bank.errors import BankLocationError
-from tunebank.bank.store.schema import statements as sql
 from tunebank.bank.store.schema.tables import (
-    SCHEMA_VERSION,
     CheckpointRow,
     EventRow,
     MetaRow,
@@ -25,7 +23,6 @@ from tunebank.bank.store.schema.tables import (
 )
 
 if TYPE_CHECKING:
-    from tunebank.bank.store.base import EventStore
     from tunebank.bank.store.driver import Db
 
 MODELS: tuple[type[SQLModel], ...] = (EventRow, PolicyRow, TaskRow, CheckpointRow, MetaRow)
@@ -67,23 +64,21 @@ def index_named(model: type[SQLModel], name: str) -> Index:
     return next(index for index in table_of(model).indexes if index.name == name)
 
 
-def create_bank(store: EventStore, db: Db, bank_id: str) -> bool:
-    """In a write transaction: make a bank in an empty database; return whether one was made
-    (``False``: it already holds one).
-
-    Raises:
-        BankLocationError: an SQLite file that holds tables of something else.
-    """
-    tables = store.table_names(db)
-    if "events" in tables:
-        return False
-    if tables and db.dialect == "sqlite":
-        raise BankLocationError(f"{store.where}: an SQLite database of something else (tables: "
-                                f"{', '.join(sorted(tables)[:5])}); no bank is made in it")
+def render(dialect: str) -> tuple[str, ...]:
+    """Every table's CREATE TABLE and CREATE INDEX, in the order a bank makes them, compiled for
+    ``dialect`` (``sqlite`` or ``postgresql``), laid out as :mod:`bank.store.schema.creation`
+    keeps them."""
+    compiled: Dialect = sqlite.dialect() if dialect == "sqlite" else postgresql.dialect()  # type: ignore[no-untyped-call]
+    statements = []
     for model in MODELS:
-        create_table(db, model)
-    store.install_triggers(db)
-    db.run(sql.insert("checkpoint"), (sql.CHECKPOINT, 0, SCHEMA_VERSION))
-    db.run_many(sql.insert("bank_meta"), [("bank_id", bank_id),
-                                          ("schema_version", str(SCHEMA_VERSION))])
-    return True
+        table = table_of(model)
+        text = str(CreateTable(table).compile(dialect=compiled)).strip()
+        statements.append(text.replace("\n\t", "\n    ").replace(", \n", ",\n"))
+        statements += [str(CreateIndex(index, if_not_exists=True).compile(dialect=compiled))
+                       for index in sorted(table.indexes, key=lambda index: str(index.name))]
+    return tuple(statements)
+
+
+if __name__ == "__main__":  # the text to paste into creation.py when the tables change
+    for statement in render("sqlite"):
+        print(repr(statement) + ",")
