@@ -16,9 +16,8 @@ from tunebank.bank import Bank
 from tunebank.bank.audit.chain import Chunks, check_chunks, checked_in_workers, row_problems, workers_for
 from tunebank.bank.audit.verify import VerifyReport
 from tunebank.bank.errors import BankError
-from tunebank.bank.events import readable_row
+from tunebank.bank.events import check_row, readable_row
 from tunebank.bank.store import reads
-from tunebank.bank.store.rows import values_to_logged
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork: Linux only")
 
@@ -118,11 +117,11 @@ def _column(*good: str) -> st.SearchStrategy[object]:
 def test_readable_row_agrees_with_reading_the_row(kind: object, soc: object, repo_key: object,
                                                   task_id: object, recorded_at: object,
                                                   origin: object, payload: object) -> None:
-    """The workers skip exactly the rows the fold cannot read (and reports as unreadable)."""
+    """The workers skip exactly the rows the fold refuses to read (and reports as unreadable)."""
     row = (1, "e" * 32, kind, soc, repo_key, task_id, None, None, recorded_at, origin, payload,
            "0" * 64, "1" * 64)
     try:
-        values_to_logged(row)
+        check_row(row)
         reads = True
     except (BankError, ValueError, TypeError, AttributeError):
         reads = False

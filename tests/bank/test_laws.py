@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from tests.conftest import oc
 from tests.seams import stored_projection
 from tunebank.bank import Bank, Outcome, OutcomeRuleError, Projection
-from tunebank.bank.events import StoredEvent
 from tunebank.bank.projection import info_digest
 
 PATHS = ["add", "unsatisfied", "update", "reserved"]
@@ -141,6 +140,6 @@ def test_merge_order_does_not_change_the_winner() -> None:
     for order in (events, events[::-1]):
         projection = Projection()
         for seq, event in enumerate(order, 1):
-            projection.offer_policy(StoredEvent(seq, event.event_id, event, "", ""))
+            projection.offer_policy(event.row(seq, "", ""))
         winners.add(next(iter(projection.policies.values())).event_id)
     assert winners == {min(e.event_id for e in events)}

@@ -46,12 +46,12 @@ def test_a_stream_in_chunks_folds_as_one_batch(chunk: int) -> None:
     events = _workload(3)
     with Bank.open("sqlite://", create=True) as whole, Bank.open("sqlite://", create=True) as streamed:
         whole.append(events)
-        result = streamed.store.append_stream(lambda: iter(events), chunk=chunk)
+        result = streamed.store.append_stream(lambda: (e.row() for e in events), chunk=chunk)
         assert (result.appended, result.skipped) == (len(events), 0)
         assert stored_projection(streamed) == stored_projection(whole)
         assert [s.hash for s in streamed.events()] == [s.hash for s in whole.events()]
         assert streamed.verify().ok
-        again = streamed.store.append_stream(lambda: iter(events), chunk=chunk)
+        again = streamed.store.append_stream(lambda: (e.row() for e in events), chunk=chunk)
         assert (again.appended, again.skipped) == (0, len(events))
 
 
@@ -63,7 +63,7 @@ def test_a_stream_that_breaks_a_rule_late_writes_nothing() -> None:
         start = [s.event for s in scratch.events()]
     with Bank.open("sqlite://", create=True) as bank:
         with pytest.raises(OutcomeRuleError, match="without a hit before it"):
-            bank.store.append_stream(lambda: iter([*events, *start, *bad]), chunk=16)
+            bank.store.append_stream(lambda: (e.row() for e in [*events, *start, *bad]), chunk=16)
         assert bank.head() == 0 and bank.tasks() == []
 
 

@@ -25,7 +25,7 @@ def big_events(tmp_path_factory: pytest.TempPathFactory) -> Path:
     long enough to import (about 2.5 s) for a signal to land in the middle."""
     folder = tmp_path_factory.mktemp("signals")
     with Bank.open(str(folder / "source.db"), create=True) as bank:
-        bank.append_stream(lambda: events(40_000))
+        bank.append_stream(lambda: (event.row() for event in events(40_000)), checked=True)
         with (folder / "big.jsonl").open("w", encoding="utf-8") as handle:
             from tunebank.bank.formats.jsonl import write_event_rows
 

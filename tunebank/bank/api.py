@@ -16,7 +16,9 @@ from tunebank.bank.events import (
     OUTCOME_KINDS,
     Event,
     EventKind,
+    EventRow,
     StoredEvent,
+    check_row,
     format_time,
     utc_now,
 )
@@ -152,10 +154,11 @@ class Bank:
         """Append prepared events in one transaction (see :meth:`EventStore.append`)."""
         return self.store.append(events)
 
-    def append_stream(self, make_events: Callable[[], Iterable[Event]]) -> StreamResult:
-        """Append a stream of events of any length in one transaction, with flat memory (see
-        :meth:`EventStore.append_stream`)."""
-        return self.store.append_stream(make_events)
+    def append_stream(self, make_rows: Callable[[], Iterable[EventRow]], *,
+                      checked: bool = False) -> StreamResult:
+        """Append a stream of events, each as the log's row, of any length, in one transaction,
+        with flat memory (see :meth:`EventStore.append_stream`)."""
+        return self.store.append_stream(make_rows, checked=checked)
 
     def start_task(self, soc_version: str, *, tuning_name: str, model_name: str | None = None,
                    model_hash: str | None = None, job_type: str = "opat",
@@ -282,12 +285,13 @@ class Bank:
         where = where or PolicyFilter()
         if at_seq is None and as_of is None:
             return reads.policies(self.store, where)
-        events = reads.events(self.store, EventFilter(
+        rows = reads.event_rows(self.store, EventFilter(
             until_seq=at_seq, until_time=as_of, kinds=(EventKind.ADD, EventKind.UPDATE),
             soc_version=where.soc_version, op_type=where.op_type, repo_key=where.repo_key))
         projection = Projection()
-        for stored in events:
-            projection.offer_policy(stored)
+        for row in rows:
+            check_row(row)
+            projection.offer_policy(row)
         chosen = [p for p in projection.policies.values()
                   if where.backend in (None, p.backend)
                   and where.cost_model_version in (None, p.cost_model_version)]

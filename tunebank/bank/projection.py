@@ -1,8 +1,11 @@
-"""The projections and the outcome rules, as one pure fold over stored events.
+"""The projections and the outcome rules, as one pure fold over the log's rows.
 
 The same :class:`Projection` serves three callers: the append path (loaded with just the rows a
 batch touches, so the rules are checked against the bank's real state), ``rebuild`` and ``verify``
-(started empty and fed the whole log). Nothing here touches a database.
+(started empty and fed the whole log). Each event comes in as the row the log stores
+(:data:`~bank.events.EventRow`), with its payload already decoded where the caller has it; the
+fold decodes a payload only where it reads one (task events, adds and updates). Nothing here
+touches a database.
 """
 
 from __future__ import annotations
@@ -10,19 +13,31 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tunebank.bank.canonical import digest
+from tunebank.bank.canonical import canonical_json, digest
 from tunebank.bank.errors import OutcomeRuleError
 from tunebank.bank.events import (
-    OUTCOME_KINDS,
-    POLICY_KINDS,
+    EVENT_ID,
+    KIND,
+    OP_NAME,
+    OP_TYPE,
+    ORIGIN,
+    PAYLOAD,
+    RECORDED_AT,
+    REPO_KEY,
+    SEQ,
+    SOC_VERSION,
+    TASK_ID,
     TASK_STATUSES,
     EventKind,
-    StoredEvent,
+    EventRow,
+    decode_payload,
     format_time,
     parse_time,
+    row_payload,
 )
 from tunebank.bank.tasks import TaskView
 
@@ -149,41 +164,28 @@ is the winning event's, read again from the log when needed."""
 
 _TALLY_FIELDS = ("add_num", "hit_num", "update_num", "reserved_num", "unsatisfied_num",
                  "open_hits", "last_seq")
-_TALLY_INDEX = {
-    EventKind.ADD: 0,
-    EventKind.HIT: 1,
-    EventKind.UPDATE: 2,
-    EventKind.RESERVED: 3,
-    EventKind.UNSATISFIED: 4,
-}
+_TALLY_INDEX = {"add": 0, "hit": 1, "update": 2, "reserved": 3, "unsatisfied": 4}
+"""Each outcome kind's counter in a task's tally (and the outcome kinds themselves)."""
 _OPEN, _LAST = 5, 6
+_POLICY_KINDS = frozenset({"add", "update"})
+Payload = Mapping[str, Any]
 
 
-def policy_of(stored: StoredEvent) -> Policy:
-    """The policy an add or update event offers for its key."""
-    event = stored.event
-    p = event.payload
+def policy_of(row: EventRow, payload: Payload | None = None) -> Policy:
+    """The policy an add or update event offers for its key (``payload``: the row's, decoded,
+    if the caller has it).
+
+    Raises:
+        EventValidationError: the payload makes no policy.
+    """
+    p = row_payload(row) if payload is None else payload
     info = dict(p.get("info_dict") or {})
-    info_json = event.info_json
-    assert event.repo_key is not None
-    return Policy(
-        soc_version=event.soc_version,
-        repo_key=event.repo_key,
-        info_digest=digest_of_json(info_json),
-        op_type=event.op_type,
-        info_dict=info,
-        knowledge=dict(p["knowledge"]),
-        best_us=float(p.get("performance_after_us", math.inf)),  # unknown: beaten by any time
-        seq=stored.seq,
-        task_id=event.task_id,
-        event_id=stored.event_id,
-        origin=event.origin,
-        tune_mode=p.get("tune_mode"),
-        backend=p.get("backend"),
-        cost_model_version=p.get("cost_model_version"),
-        recorded_at=event.recorded_at,
-        info_json=info_json,
-    )
+    info_json = canonical_json(info)
+    return Policy.of(row[SOC_VERSION], row[REPO_KEY], digest_of_json(info_json), row[OP_TYPE], info,
+                     dict(p["knowledge"]), float(p.get("performance_after_us", math.inf)),
+                     row[SEQ], row[TASK_ID], row[EVENT_ID], row[ORIGIN], p.get("tune_mode"),
+                     p.get("backend"), p.get("cost_model_version"), row[RECORDED_AT], info_json)
+    # performance_after_us missing (performance_unknown): beaten by any time
 
 
 class Projection:
@@ -212,6 +214,9 @@ class Projection:
         self.key_states: dict[str, dict[str, str]] = {
             task: dict(states) for task, states in (key_states or {}).items()}
         self.compact = compact
+        self.trusted = False
+        """Whether the rows folded were checked before they came (an append's): their payloads
+        are then decoded without being checked again."""
         self._tasks: dict[str, TaskView] = dict(tasks or {})
         self._tally: dict[str, list[int]] = {}
 
@@ -234,50 +239,49 @@ class Projection:
 
     __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
 
-    def apply(self, stored: StoredEvent) -> None:
-        """Fold one event in.
+    def apply(self, row: EventRow, payload: Payload | None = None) -> None:
+        """Fold one event in (``payload``: its payload, decoded, if the caller has it; read from
+        the row otherwise, and only by the kinds that need it).
 
         Raises:
             OutcomeRuleError: the event breaks the outcome rules given the state so far.
+            EventValidationError: a payload the fold reads is not valid.
         """
-        kind = stored.event.kind
-        if kind in OUTCOME_KINDS:
-            self._outcome(stored)
-        elif kind == EventKind.TASK_STARTED:
-            self._start(stored)
-        elif kind == EventKind.TASK_FINISHED:
-            self._finish(stored)
-        if kind in POLICY_KINDS:
-            self.offer_policy(stored)
+        kind = row[KIND]
+        if kind in _TALLY_INDEX:
+            self._outcome(row)
+            if kind in _POLICY_KINDS:
+                self.offer_policy(row, payload)
+        elif kind == "task_started":
+            self._start(row, decode_payload(row[PAYLOAD]) if payload is None else payload)
+        elif kind == "task_finished":
+            self._finish(row, decode_payload(row[PAYLOAD]) if payload is None else payload)
 
-    def _task(self, stored: StoredEvent) -> TaskView:
-        event = stored.event
-        task = self._tasks.get(event.task_id)
+    def _task(self, row: EventRow) -> TaskView:
+        task_id = row[TASK_ID]
+        task = self._tasks.get(task_id)
         if task is None:
-            raise OutcomeRuleError(f"{event.kind} for task {event.task_id}: the task was never started")
+            raise OutcomeRuleError(f"{row[KIND]} for task {task_id}: the task was never started")
         if task.finished:
             raise OutcomeRuleError(
-                f"{event.kind} for task {event.task_id}: the task already finished ({task.status})"
-            )
-        if event.soc_version != task.soc_version:
+                f"{row[KIND]} for task {task_id}: the task already finished ({task.status})")
+        if row[SOC_VERSION] != task.soc_version:
             raise OutcomeRuleError(
-                f"{event.kind} for task {event.task_id}: soc_version {event.soc_version} differs "
-                f"from the task's {task.soc_version}"
-            )
+                f"{row[KIND]} for task {task_id}: soc_version {row[SOC_VERSION]} differs from the "
+                f"task's {task.soc_version}")
         return task
 
-    def _start(self, stored: StoredEvent) -> None:
-        event = stored.event
-        if event.task_id in self._tasks:
-            raise OutcomeRuleError(f"task_started for task {event.task_id}: the task already exists")
-        p = event.payload
-        self._tasks[event.task_id] = TaskView(
-            task_id=event.task_id,
-            soc_version=event.soc_version,
-            origin=event.origin,
-            started_at=event.recorded_at,
-            first_seq=stored.seq,
-            last_seq=stored.seq,
+    def _start(self, row: EventRow, p: Payload) -> None:
+        task_id = row[TASK_ID]
+        if task_id in self._tasks:
+            raise OutcomeRuleError(f"task_started for task {task_id}: the task already exists")
+        self._tasks[task_id] = TaskView(
+            task_id=task_id,
+            soc_version=row[SOC_VERSION],
+            origin=row[ORIGIN],
+            started_at=row[RECORDED_AT],
+            first_seq=row[SEQ],
+            last_seq=row[SEQ],
             tuning_name=p.get("tuning_name"),
             model_name=p.get("model_name"),
             model_hash=p.get("model_hash"),
@@ -285,16 +289,14 @@ class Projection:
             search_mode=p.get("search_mode"),
         )
 
-    def _finish(self, stored: StoredEvent) -> None:
-        event = stored.event
-        self._task(stored)
-        task = self.tasks[event.task_id]  # with its counters up to date
+    def _finish(self, row: EventRow, p: Payload) -> None:
+        self._task(row)
+        task = self.tasks[row[TASK_ID]]  # with its counters up to date
         if task.open_hits:
             raise OutcomeRuleError(
                 f"task_finished for task {task.task_id}: {task.open_hits} hit(s) still wait for "
                 "their update or reserved"
             )
-        p = event.payload
         status = p.get("status")
         if status not in TASK_STATUSES:
             raise OutcomeRuleError(
@@ -304,8 +306,8 @@ class Projection:
         self._tasks[task.task_id] = replace(
             task,
             status=status,
-            finished_at=event.recorded_at,
-            last_seq=stored.seq,
+            finished_at=row[RECORDED_AT],
+            last_seq=row[SEQ],
             tuning_time_s=p.get("tuning_time_s"),
             model_baseline_ms=p.get("model_baseline_ms"),
             model_result_ms=p.get("model_result_ms"),
@@ -313,64 +315,68 @@ class Projection:
         )
         self.key_states.pop(task.task_id, None)
 
-    def _outcome(self, stored: StoredEvent) -> None:
-        event = stored.event
-        task = self._task(stored)
-        repo_key = event.repo_key
-        assert repo_key is not None  # checked when the Event was built
+    def _outcome(self, row: EventRow) -> None:
+        task = self._task(row)
+        repo_key = row[REPO_KEY]
         states = self.key_states.setdefault(task.task_id, {})
         state = states.get(repo_key)
         tally = self._tally.get(task.task_id)
         if tally is None:
             tally = self._tally[task.task_id] = [getattr(task, name) for name in _TALLY_FIELDS]
-        kind = event.kind
-        if kind == EventKind.UPDATE or kind == EventKind.RESERVED:
-            if state != EventKind.HIT:
+        kind = row[KIND]
+        if kind == "update" or kind == "reserved":
+            if state != "hit":
                 why = "without a hit before it" if state is None else f"after its {state}"
-                raise OutcomeRuleError(f"{self._where(stored)}: {why}")
+                raise OutcomeRuleError(f"{self._where(row)}: {why}")
             tally[_OPEN] -= 1
         else:
             if state is not None:
-                raise OutcomeRuleError(f"{self._where(stored)}: the key already has its {state} "
+                raise OutcomeRuleError(f"{self._where(row)}: the key already has its {state} "
                                        "in this task")
-            if kind == EventKind.HIT:
+            if kind == "hit":
                 tally[_OPEN] += 1
         tally[_TALLY_INDEX[kind]] += 1
-        tally[_LAST] = stored.seq
-        states[repo_key] = str(kind)
+        tally[_LAST] = row[SEQ]
+        states[repo_key] = kind
 
     @staticmethod
-    def _where(stored: StoredEvent) -> str:
-        event = stored.event
-        return (f"{event.kind} of key {event.repo_key} ({event.op_name or 'unnamed'}) in task "
-                f"{event.task_id}")
+    def _where(row: EventRow) -> str:
+        return (f"{row[KIND]} of key {row[REPO_KEY]} ({row[OP_NAME] or 'unnamed'}) in task "
+                f"{row[TASK_ID]}")
 
-    def offer_policy(self, stored: StoredEvent) -> None:
-        """Let an add or update compete for its key's policy (no task rules: used for time travel)."""
+    def offer_policy(self, row: EventRow, payload: Payload | None = None) -> None:
+        """Let an add or update compete for its key's policy (no task rules: used for time
+        travel).
+
+        Raises:
+            EventValidationError: its payload makes no policy.
+        """
         if not self.compact:
-            candidate = policy_of(stored)
+            candidate = policy_of(row, payload)
             current = self.policies.get(candidate.key)
             if current is None or candidate.beats(current):
                 self.policies[candidate.key] = candidate
             return
-        event = stored.event
-        p = event.payload
-        assert event.repo_key is not None
-        key = (event.soc_version, event.repo_key, digest_of_json(event.info_json))
-        ref = (standing(float(p.get("performance_after_us", math.inf)), event.recorded_at,
-                        stored.event_id), stored.seq)
+        p = (decode_payload(row[PAYLOAD]) if self.trusted else row_payload(row)) \
+            if payload is None else payload
+        info = p.get("info_dict")
+        info_json = canonical_json(info) if info else "{}"
+        key = (row[SOC_VERSION], row[REPO_KEY], digest_of_json(info_json))
+        ref = (standing(float(p.get("performance_after_us", math.inf)), row[RECORDED_AT],
+                        row[EVENT_ID]), row[SEQ])
         held = self.winners.get(key)
         if held is None or ref[0] < held[0]:
             self.winners[key] = ref
-            self._won(key, stored)
+            self._won(key, row, p, info_json)
 
-    def _won(self, key: PolicyKey, stored: StoredEvent) -> None:
-        """A hook: ``stored`` has just become the winner of ``key`` in a compact projection."""
+    def _won(self, key: PolicyKey, row: EventRow, payload: Payload, info_json: str) -> None:
+        """A hook: ``row`` (its payload decoded, its info_dict's canonical JSON made) has just
+        become the winner of ``key`` in a compact projection."""
 
 
-def replay(events: list[StoredEvent] | Any) -> Projection:
-    """Fold a whole log, oldest first, into a fresh projection."""
+def replay(rows: Iterable[EventRow]) -> Projection:
+    """Fold a whole log's rows, oldest first, into a fresh projection."""
     projection = Projection()
-    for stored in events:
-        projection.apply(stored)
+    for row in rows:
+        projection.apply(row)
     return projection

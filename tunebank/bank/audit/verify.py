@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tunebank.bank.audit.chain import checked_in_workers, row_problems, workers_for
 from tunebank.bank.errors import BankError, OutcomeRuleError
-from tunebank.bank.events import GENESIS_HASH, StoredEvent
+from tunebank.bank.events import GENESIS_HASH, HASH, PREV_HASH, SEQ, EventRow, check_row
 from tunebank.bank.projection import PolicyKey, Projection
 from tunebank.bank.store import Replay, reads
 from tunebank.bank.store.base import EventStore
-from tunebank.bank.store.rows import policy_row_of, row_fingerprint, values_to_logged
+from tunebank.bank.store.rows import policy_row_of, row_fingerprint
+from tunebank.bank.store.schema import statements as sql
 from tunebank.bank.store.writes import bulk_job
 from tunebank.bank.tasks import TaskView
 
@@ -96,9 +97,9 @@ class ReplayedPolicies(Projection):
         self.expected: dict[PolicyKey, bytes | None] = {}
         """Fingerprint of each winner's policy row (``None``: its payload makes no row)."""
 
-    def _won(self, key: PolicyKey, stored: StoredEvent) -> None:
+    def _won(self, key: PolicyKey, row: EventRow, payload: Mapping[str, Any], info_json: str) -> None:
         try:
-            self.expected[key] = row_fingerprint(policy_row_of(stored, key[2]))
+            self.expected[key] = row_fingerprint(policy_row_of(row, payload, key[2], info_json))
         except (KeyError, TypeError, ValueError):
             self.expected[key] = None
 
@@ -109,9 +110,9 @@ def _fold_log(store: EventStore, report: VerifyReport, check_links: bool) -> Rep
     projection = ReplayedPolicies()
     expected_seq, prev = 1, GENESIS_HASH
     for row in reads.event_rows(store):
-        seq = row[0]
+        seq = row[SEQ]
         try:
-            stored = values_to_logged(row)
+            check_row(row)
             report.events += 1
             if seq != expected_seq:
                 report.flag(min(seq, expected_seq),
@@ -119,15 +120,15 @@ def _fold_log(store: EventStore, report: VerifyReport, check_links: bool) -> Rep
             if check_links:
                 for bad_seq, problem in row_problems(row):
                     report.flag(bad_seq, problem)
-            if row[11] != prev:
+            if row[PREV_HASH] != prev:
                 report.flag(seq, f"seq {seq}: prev_hash does not link to the event before it")
-            projection.apply(stored)
+            projection.apply(row)
         except OutcomeRuleError as exc:
             report.flag(seq, f"seq {seq}: breaks the outcome rules: {exc}")
         except (BankError, ValueError, TypeError) as exc:
             report.flag(seq, f"seq {seq}: cannot be read ({exc})")
-        expected_seq, prev = seq + 1, row[12]
-        report.head_seq, report.head_hash = seq, row[12]
+        expected_seq, prev = seq + 1, row[HASH]
+        report.head_seq, report.head_hash = seq, row[HASH]
     return projection
 
 
@@ -182,11 +183,11 @@ def compare_policies(store: EventStore, replayed: ReplayedPolicies,
     unseen = replayed.winners  # consumed: a copy would double the largest thing verify holds
     expected = replayed.expected
     for row in reads.policy_rows(store):
-        key: PolicyKey = (row[0], row[1], row[2])
+        key: PolicyKey = (row[0], row[1], row[2])  # sql.POLICY_KEY's columns
         ref = unseen.pop(key, None)
         if ref is None:
             problem = "in the bank but not derived from the log"
-        elif ref[1] != row[7] or expected.get(key) is None or \
+        elif ref[1] != row[sql.POLICY_SEQ] or expected.get(key) is None or \
                 expected[key] != row_fingerprint(tuple(row)):
             problem = "stored value differs from the log's"
             found.unstored.append(ref[1])

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tunebank.bank.canonical import xxh64_key
-from tunebank.bank.events import Event, EventKind
+from tunebank.bank.events import Event, EventKind, EventRow
 from tunebank.bank.exchange.tree_imports import TreeCounts
 from tunebank.bank.formats.aoe_results import ImportedOp, ImportedReport, ImportFormatError
 
@@ -304,13 +304,15 @@ def _apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
     if prepared.streams:
         found = {id(info): EventsFileInfo() for info, _ in prepared.streams}
 
-        def events() -> Iterator[Event]:
-            yield from prepared.events
+        def rows() -> Iterator[EventRow]:
+            for event in prepared.events:
+                yield event.row()
             for info, path in prepared.streams:
                 found[id(info)] = EventsFileInfo()
                 yield from stream_events_file(path, prepared.expect_head, found[id(info)])
 
-        streamed = bank.append_stream(events)
+        # checked: an Event's id is its content's, and every row of a file was checked as read
+        streamed = bank.append_stream(rows, checked=True)
         appended, skipped = streamed.appended, streamed.skipped
         for info, _ in prepared.streams:
             read = found[id(info)]

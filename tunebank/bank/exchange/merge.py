@@ -132,7 +132,7 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
     """
     before = reads.policy_refs(target.store)
     theirs = reads.policy_refs(source.store)
-    result = target.append_stream(lambda: (stored.event for stored in source.events()))
+    result = target.append_stream(source.event_rows)  # ids and links made again here
     after = reads.policy_refs(target.store)
     report = MergeReport(source=source.location.shown,
                          added=result.appended, present=result.skipped)
@@ -147,7 +147,8 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
         # the target's policy before the merge: still there if it won, else made again from its
         # event, read for the whole page in one query
         lost = sorted({before[key][0] for key in part if winners[key].event_id != before[key][0]})
-        formerly = {stored.event_id: policy_of(stored) for stored in reads.events_by_id(target.store, lost)}
+        formerly = {stored.event_id: policy_of(stored.row(), stored.event.payload)
+                    for stored in reads.events_by_id(target.store, lost)}
         for key in part:
             other, winner = others[key], winners[key]
             mine = winner if winner.event_id == before[key][0] else formerly.get(before[key][0])

@@ -3,9 +3,10 @@
 Parsing a line, checking it and computing its id and link costs about as much as folding and
 writing it, so a large import runs both at once on two cores: the worker runs
 :func:`~bank.formats.jsonl.iter_events_file` (every check it makes, in the same order) and sends
-each event on as the row the log will store, with its id and the link it checked; this process
-rebuilds each event from that row without checking it again, folds and writes. An error in the
-file comes back as the same :class:`~bank.formats.jsonl.EventFileError`, and nothing is written.
+each event on as the row the log stores (:data:`~bank.events.EventRow`), with the id and link it
+checked; this process folds and writes those rows as they come, building nothing from them. An
+error in the file comes back as the same :class:`~bank.formats.jsonl.EventFileError`, and
+nothing is written.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from tunebank.bank.events import Event, LoggedEvent
+from tunebank.bank.events import EventRow
 from tunebank.bank.formats.jsonl import Anchor, EventFileError, EventsFileInfo, iter_events_file
 
 FORK_FROM_BYTES = 4 << 20
@@ -31,9 +32,6 @@ BATCH = 1000
 """Events per message from the worker."""
 QUEUED = 64
 """Messages read ahead of the fold at most (a few tens of megabytes)."""
-
-_Row = tuple[Any, ...]
-
 
 def forks(path: Path) -> bool:
     """Whether ``path`` is read in a worker: a large file, on Linux with two cores or more."""
@@ -45,14 +43,16 @@ def forks(path: Path) -> bool:
     return large and cores >= 2 and sys.platform.startswith("linux")
 
 
-def stream_events_file(path: Path, expect: Anchor | None, info: EventsFileInfo) -> Iterator[Event]:
-    """:func:`~bank.formats.jsonl.iter_events_file`, in a forked worker for a large file.
+def stream_events_file(path: Path, expect: Anchor | None, info: EventsFileInfo) -> Iterator[EventRow]:
+    """The rows of :func:`~bank.formats.jsonl.iter_events_file` (each as the file places it), read
+    in a forked worker for a large file.
 
     Raises:
         EventFileError: as :func:`~bank.formats.jsonl.iter_events_file` raises it.
     """
     if not forks(path):
-        yield from iter_events_file(path, expect, info)
+        for stored in iter_events_file(path, expect, info):
+            yield stored.row()
         return
     receive, send = multiprocessing.get_context("fork").Pipe(duplex=False)
     worker = multiprocessing.get_context("fork").Process(
@@ -66,8 +66,7 @@ def stream_events_file(path: Path, expect: Anchor | None, info: EventsFileInfo) 
         while True:
             kind, body = arrived.get()
             if kind == "rows":
-                for row in body:
-                    yield _event(row)
+                yield from body
             elif kind == "error":
                 raise EventFileError(body)
             elif kind == "gone":
@@ -110,10 +109,10 @@ def _read(path: Path, expect: Anchor | None, send: Connection, receive: Connecti
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent
     _die_with_parent()                            # decides, and ends the worker
     info = EventsFileInfo()
-    batch: list[_Row] = []
+    batch: list[EventRow] = []
     try:
-        for event in iter_events_file(path, expect, info):
-            batch.append(_row(event))
+        for stored in iter_events_file(path, expect, info):
+            batch.append(stored.row())
             if len(batch) == BATCH:
                 send.send(("rows", batch))
                 batch = []
@@ -135,20 +134,3 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
     if os.getppid() == 1:  # the parent went before the request was made
         os._exit(1)
-
-
-def _row(event: Event) -> _Row:
-    """What the appending process needs of a checked event: its fields, its stored payload
-    text, its id and the link the file gave it (reused when it lands at the same place)."""
-    return (str(event.kind), event.soc_version, event.task_id, event.recorded_at, event.origin,
-            event.payload_json, event.repo_key, event.op_name, event.op_type, event.event_id,
-            event.__dict__.get("_link"))
-
-
-def _event(row: _Row) -> Event:
-    """The event of a row the worker checked (its payload decoded when the fold reads it)."""
-    event = LoggedEvent.from_row(*row[:9])
-    event.__dict__["event_id"] = row[9]
-    if row[10] is not None:
-        event.__dict__["_link"] = row[10]
-    return event

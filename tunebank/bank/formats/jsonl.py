@@ -114,13 +114,14 @@ def read_events(path: Path, expect: Anchor | None = None) -> list[Event]:
 def read_events_file(path: Path, expect: Anchor | None = None) -> EventsFile:
     """An events file, checked, all in memory (see :func:`iter_events_file`, which streams)."""
     info = EventsFileInfo()
-    events = list(iter_events_file(path, expect, info))
+    events = [stored.event for stored in iter_events_file(path, expect, info)]
     return EventsFile(events, info.bank_id, info.head_seq, info.head_hash)
 
 
 def iter_events_file(path: Path, expect: Anchor | None = None,
-                     info: EventsFileInfo | None = None) -> Iterator[Event]:
-    """Stream the events of an events file, each checked before it is yielded: ids match
+                     info: EventsFileInfo | None = None) -> Iterator[StoredEvent]:
+    """Stream the events of an events file, each as the file places it (its seq, prev_hash and
+    hash there) and checked before it is yielded: ids match
     contents, the hash chain holds and, with ``expect``, the chain passes through that link, so
     its history up to there is the one anchored (checked at that link, or at the end). ``info``
     is filled in as the lines are read. One line at a time is in memory.
@@ -165,7 +166,7 @@ def iter_events_file(path: Path, expect: Anchor | None = None,
                 anchored = _at_anchor(path, seq, prev, expect)
             info.events, info.head_seq, info.head_hash = seq, seq, prev
             info.task_ids.add(event.task_id)
-            yield event
+            yield stored
     if expect is not None and not anchored:
         if expect.seq is None:
             raise EventFileError(f"{path}: no event's hash is the expected head {expect.hash[:16]}...; "

@@ -27,7 +27,7 @@ from contextlib import contextmanager, suppress
 from typing import Any, Literal, TypeVar
 
 from tunebank.bank.errors import READ_ONLY, StoreError
-from tunebank.bank.events import Event
+from tunebank.bank.events import Event, EventRow
 from tunebank.bank.location import scrubbed
 from tunebank.bank.store import replay, writes
 from tunebank.bank.store.driver import Db
@@ -310,19 +310,25 @@ class EventStore(ABC):
         """
         return self._write(lambda db: writes.append(db, events))
 
-    def append_stream(self, make_events: Callable[[], Iterable[Event]],
-                      chunk: int = STREAM_CHUNK) -> StreamResult:
-        """Append every event ``make_events()`` yields, in one transaction, ``chunk`` events at a
-        time, so memory stays flat however long the stream. Any error rolls the whole stream
-        back. ``make_events`` is called again from the start if the database refused the write
-        for a moment, so it must give the same events each time.
+    def append_stream(self, make_rows: Callable[[], Iterable[EventRow]], chunk: int = STREAM_CHUNK,
+                      *, checked: bool = False) -> StreamResult:
+        """Append every event ``make_rows()`` yields, each as the log's row
+        (:data:`~bank.events.EventRow`), in one transaction, ``chunk`` at a time, so memory
+        stays flat however long the stream. Any error rolls the whole stream back.
+        ``make_rows`` is called again from the start if the database refused the write for a
+        moment, so it must give the same rows each time.
+
+        ``checked``: the rows were checked as they were read and their ids and links made from
+        their content (an events file's); otherwise each is checked as an Event is and given
+        the id its content makes, and every link is computed here.
 
         Raises:
             OutcomeRuleError: an event breaks the outcome rules; nothing is written.
+            EventValidationError: a row that is not ``checked`` is not a valid event.
             BankError: the source raised it (a bad line of a file); nothing is written.
             StoreError: the database refused the write.
         """
-        return self._write(lambda db: writes.append_stream(db, make_events, chunk))
+        return self._write(lambda db: writes.append_stream(db, make_rows, chunk, checked=checked))
 
     def rebuild_projection(self, replayed: Callable[[], Replay | None] | None = None) -> int:
         """Make the projection tables what the log makes, in one write transaction (writers

@@ -7,11 +7,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from tunebank.bank.errors import BankError
-from tunebank.bank.events import StoredEvent
+from tunebank.bank.events import check_row, row_payload
 from tunebank.bank.projection import PolicyKey, Projection
 from tunebank.bank.store.driver import Db, Row, chunks
 from tunebank.bank.store.results import EventFilter
-from tunebank.bank.store.rows import policy_row_of, task_values, values_to_logged
+from tunebank.bank.store.rows import policy_row_of, task_values
 from tunebank.bank.store.schema import statements as sql
 from tunebank.bank.store.writes import bulk_job, set_checkpoint
 from tunebank.bank.tasks import TaskView
@@ -48,17 +48,18 @@ def event_pages(db: Db, where: EventFilter) -> Iterator[Row]:
         after = rows[-1][0]
 
 
-def events_at(db: Db, seqs: Sequence[int]) -> dict[int, StoredEvent | None]:
-    """The events at ``seqs`` (one whose row cannot be read maps to ``None``; payloads are
-    decoded, and checked, when read)."""
-    found: dict[int, StoredEvent | None] = {}
+def policy_rows_at(db: Db, seqs: Sequence[int]) -> list[Row]:
+    """The policy rows the add or update events at ``seqs`` make (an event whose row cannot be
+    read, or whose payload makes no policy, makes none)."""
+    made: list[Row] = []
     for part in chunks(sorted(set(seqs)), sql.CHUNK):
         for row in db.rows(sql.select_events(f"seq IN ({sql.marks(len(part))})"), part):
             try:
-                found[row[0]] = values_to_logged(row)
-            except (BankError, ValueError):
-                found[row[0]] = None
-    return found
+                check_row(row)
+                made.append(policy_row_of(row, row_payload(row)))
+            except (BankError, ValueError, KeyError, TypeError):
+                continue
+    return made
 
 
 def stored_policy_rows(db: Db) -> Iterator[Row]:
@@ -71,7 +72,7 @@ def stored_policy_rows(db: Db) -> Iterator[Row]:
         if not rows:
             return
         yield from rows
-        after = rows[-1][7]
+        after = rows[-1][sql.POLICY_SEQ]
         if len(rows) < PAGE:
             return
 
@@ -89,7 +90,8 @@ def derive_projection(db: Db) -> int:
     last = 0
     with bulk_job():
         for row in event_pages(db, EventFilter()):
-            projection.apply(values_to_logged(row))
+            check_row(row)
+            projection.apply(row)
             last = row[0]
     db.run("DELETE FROM policy")
     seqs = [ref[1] for ref in projection.winners.values()]
@@ -108,7 +110,6 @@ def replace_projection(db: Db, tasks: dict[str, TaskView], unmade: Sequence[Poli
                 unmade)
     seqs = sorted(unstored)
     for start in range(0, len(seqs), PAGE):
-        events = events_at(db, seqs[start:start + PAGE])
-        db.insert_rows("policy", [policy_row_of(stored) for stored in events.values() if stored])
+        db.insert_rows("policy", policy_rows_at(db, seqs[start:start + PAGE]))
     set_checkpoint(db, last)
     return last

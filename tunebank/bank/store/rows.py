@@ -9,27 +9,38 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any
 
 import orjson
 
 from tunebank.bank.canonical import canonical_json, parse_json
-from tunebank.bank.events import Event, LoggedEvent, StoredEvent
+from tunebank.bank.events import (
+    EVENT_ID,
+    OP_TYPE,
+    ORIGIN,
+    RECORDED_AT,
+    REPO_KEY,
+    SEQ,
+    SOC_VERSION,
+    TASK_ID,
+    Event,
+    EventRow,
+    StoredEvent,
+)
 from tunebank.bank.projection import Policy, digest_of_json
 from tunebank.bank.store.schema.statements import TASK_COLUMNS
 from tunebank.bank.tasks import TaskView
 
 
-def event_values(stored: StoredEvent) -> tuple[Any, ...]:
-    """The column values of one stored event, in :data:`bank.store.schema.statements.EVENT_COLUMNS` order."""
-    event = stored.event
-    return (stored.seq, stored.event_id, str(event.kind), event.soc_version, event.repo_key,
-            event.task_id, event.op_name, event.op_type, event.recorded_at, event.origin,
-            event.payload_json, stored.prev_hash, stored.hash)
+def event_values(stored: StoredEvent) -> EventRow:
+    """The column values of one stored event, in :data:`bank.store.schema.statements.EVENT_COLUMNS`
+    order (:meth:`~bank.events.StoredEvent.row`)."""
+    return stored.row()
 
 
-def values_to_event(row: tuple[Any, ...]) -> StoredEvent:
+def values_to_event(row: EventRow) -> StoredEvent:
     """The domain value of an events row, exactly as it is stored (no re-derivation of ids).
 
     Raises:
@@ -42,20 +53,6 @@ def values_to_event(row: tuple[Any, ...]) -> StoredEvent:
     return StoredEvent(seq, event_id, event, prev_hash, link)
 
 
-def values_to_logged(row: tuple[Any, ...]) -> StoredEvent:
-    """:func:`values_to_event` for whole-log passes: a :class:`~bank.events.LoggedEvent`, its
-    payload decoded only if read.
-
-    Raises:
-        EventValidationError, ValueError: the row is not a valid event.
-    """
-    (seq, event_id, kind, soc, repo_key, task_id, op_name, op_type, recorded_at, origin,
-     payload, prev_hash, link) = row
-    event = LoggedEvent.from_row(kind, soc, task_id, recorded_at, origin, payload, repo_key,
-                                 op_name, op_type)
-    return StoredEvent.of(seq, event_id, event, prev_hash, link)
-
-
 def policy_values(policy: Policy) -> tuple[Any, ...]:
     """The column values of one policy, in :data:`bank.store.schema.statements.POLICY_COLUMNS` order."""
     info = policy.info_json if policy.info_json is not None else canonical_json(policy.info_dict)
@@ -65,24 +62,25 @@ def policy_values(policy: Policy) -> tuple[Any, ...]:
             policy.backend, policy.cost_model_version, policy.recorded_at)
 
 
-def policy_row_of(stored: StoredEvent, info_digest: str | None = None) -> tuple[Any, ...]:
-    """The policy row an add or update event makes: ``policy_values(policy_of(stored))``
-    built straight from the event, with no :class:`~bank.projection.Policy` in between (for
-    passes over the whole log). ``info_digest``: the digest of its info_dict, if known.
+def policy_row_of(row: EventRow, payload: Mapping[str, Any], info_digest: str | None = None,
+                  info_json: str | None = None) -> tuple[Any, ...]:
+    """The policy row an add or update event makes: ``policy_values(policy_of(row, payload))``
+    built straight from the event's row and decoded payload, with no
+    :class:`~bank.projection.Policy` in between (for passes over the whole log).
+    ``info_digest`` and ``info_json``: the digest and canonical JSON of its info_dict, if known.
 
     Raises:
         KeyError, TypeError, ValueError: the event's payload makes no policy.
     """
-    event = stored.event
-    p = event.payload
-    info_json = event.info_json
+    p = payload
+    if info_json is None:
+        info_json = canonical_json(dict(p.get("info_dict") or {}))
     if info_digest is None:
         info_digest = digest_of_json(info_json)
-    return (event.soc_version, event.repo_key, info_digest, event.op_type,
-            info_json, canonical_json(dict(p["knowledge"])),
-            float(p.get("performance_after_us", math.inf)), stored.seq, event.task_id,
-            stored.event_id, event.origin, p.get("tune_mode"), p.get("backend"),
-            p.get("cost_model_version"), event.recorded_at)
+    return (row[SOC_VERSION], row[REPO_KEY], info_digest, row[OP_TYPE], info_json,
+            canonical_json(dict(p["knowledge"])), float(p.get("performance_after_us", math.inf)),
+            row[SEQ], row[TASK_ID], row[EVENT_ID], row[ORIGIN], p.get("tune_mode"),
+            p.get("backend"), p.get("cost_model_version"), row[RECORDED_AT])
 
 
 def row_fingerprint(row: tuple[Any, ...]) -> bytes:

@@ -8,22 +8,45 @@ so the head it reads cannot move under it.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from tunebank.bank.events import GENESIS_HASH, OUTCOME_KINDS, POLICY_KINDS, Event, StoredEvent
+from tunebank.bank.events import (
+    EVENT_ID,
+    GENESIS_HASH,
+    HASH,
+    KIND,
+    OP_NAME,
+    OP_TYPE,
+    ORIGIN,
+    OUTCOME_KINDS,
+    PAYLOAD,
+    POLICY_KINDS,
+    PREV_HASH,
+    RECORDED_AT,
+    REPO_KEY,
+    SEQ,
+    SOC_VERSION,
+    TASK_ID,
+    Event,
+    EventRow,
+    StoredEvent,
+    content_halves,
+    link_hash,
+)
 from tunebank.bank.names import check_chip
-from tunebank.bank.projection import PolicyKey, PolicyRef, Projection, policy_of, standing
+from tunebank.bank.projection import PolicyKey, PolicyRef, Projection, standing
 from tunebank.bank.store.driver import Db, batches, chunks
 from tunebank.bank.store.results import AppendResult, StreamResult
-from tunebank.bank.store.rows import event_values, policy_values, task_values, values_to_task
+from tunebank.bank.store.rows import policy_row_of, task_values, values_to_task
 from tunebank.bank.store.schema import statements as sql
 from tunebank.bank.tasks import TaskView
 
 T = TypeVar("T")
 _OUTCOMES = tuple(sorted(str(kind) for kind in OUTCOME_KINDS))
+_POLICY_KINDS = frozenset(str(kind) for kind in POLICY_KINDS)
 
 Write = tuple[str, list[tuple[Any, ...]]]
 """One statement and the rows it is run with (``executemany``), or a table's name and whole
@@ -55,60 +78,112 @@ def set_checkpoint(db: Db, last_seq: int) -> None:
 def append(db: Db, events: Sequence[Event]) -> AppendResult:
     """Append one batch (events already in the log are skipped) and move the checkpoint."""
     unique = list({event.event_id: event for event in events}.values())
-    result, writes = prepare(db, events, unique)
+    rows, writes = prepare(db, [event.row() for event in unique], [event.payload for event in unique],
+                           checked=True)
     run_writes(db, writes)
-    if result.appended:
-        set_checkpoint(db, result.appended[-1].seq)
-    return result
+    placed = {row[EVENT_ID]: row for row in rows}
+    skipped = tuple(event.event_id for event in events if event.event_id not in placed)
+    by_id = {event.event_id: event for event in unique}
+    appended = tuple(StoredEvent.of(row[SEQ], row[EVENT_ID], by_id[row[EVENT_ID]], row[PREV_HASH],
+                                    row[HASH]) for row in rows)
+    if appended:
+        set_checkpoint(db, appended[-1].seq)
+    return AppendResult(appended=appended, skipped=skipped)
 
 
-def append_stream(db: Db, make_events: Callable[[], Iterable[Event]], chunk: int) -> StreamResult:
-    """Append every event of a stream, ``chunk`` at a time; each chunk reads the state the
-    earlier ones left (the transaction sees its own writes)."""
-    appended = skipped = 0
+def append_stream(db: Db, make_rows: Callable[[], Iterable[EventRow]], chunk: int, *,
+                  checked: bool) -> StreamResult:
+    """Append every event of a stream of rows, ``chunk`` at a time; each chunk reads the state
+    the earlier ones left (the transaction sees its own writes). ``checked``: see
+    :func:`prepare`; a row that is not is first checked as an Event is and given the id its
+    content makes (a row from another bank is trusted for neither)."""
+    appended = offered = 0
     with bulk_job():
-        for part in batches(make_events(), chunk):
-            unique = list({event.event_id: event for event in part}.values())
-            result, writes = prepare(db, part, unique)
+        for part in batches(make_rows(), chunk):
+            payloads: list[Mapping[str, Any]] | None = None
+            if not checked:
+                events = [Event.stored(row[KIND], row[SOC_VERSION], row[TASK_ID], row[RECORDED_AT],
+                                       row[ORIGIN], row[PAYLOAD], row[REPO_KEY], row[OP_NAME],
+                                       row[OP_TYPE]) for row in part]
+                part = [(row[SEQ], event.event_id, *row[KIND:])
+                        for row, event in zip(part, events, strict=True)]
+                payloads = [event.payload for event in events]
+            seen: dict[str, int] = {}
+            for n, row in enumerate(part):
+                seen.setdefault(row[EVENT_ID], n)
+            first = list(seen.values())  # each id's first row, in stream order
+            rows, writes = prepare(db, [part[n] for n in first],
+                                   None if payloads is None else [payloads[n] for n in first],
+                                   checked=checked)
             run_writes(db, writes)
-            appended += len(result.appended)
-            skipped += len(result.skipped)
+            appended += len(rows)
+            offered += len(part)
     last = head(db)
     set_checkpoint(db, last[0])
-    return StreamResult(appended, skipped, *last)
+    return StreamResult(appended, offered - appended, *last)
 
 
-def prepare(db: Db, events: Sequence[Event], unique: Sequence[Event]) -> tuple[AppendResult, list[Write]]:
-    """Check, chain and fold a batch against the bank's state; return what it comes to and the
-    statements that write it (nothing is written here).
+def prepare(db: Db, unique: Sequence[EventRow], payloads: Sequence[Mapping[str, Any]] | None, *,
+            checked: bool) -> tuple[list[EventRow], list[Write]]:
+    """Check, chain and fold a batch of rows (ids unique) against the bank's state; return the
+    rows it appends, placed in this bank's chain, and the statements that write them (nothing
+    is written here). ``payloads``: each row's payload, decoded, where the caller has them.
+
+    ``checked``: each row's id is the one its content makes, and a row that lands at the seq
+    and after the prev_hash it carries keeps its hash (an events file's rows, every one checked
+    as it was read). Otherwise the link is computed.
 
     Raises:
         OutcomeRuleError: an event breaks the outcome rules.
         UnsafeNameError: an event's chip is not a plain name (every door comes through here).
     """
-    present = _present_ids(db, [event.event_id for event in unique])
-    fresh = [event for event in unique if event.event_id not in present]
-    skipped = tuple(e.event_id for e in events if e.event_id in present)
+    present = _present_ids(db, [row[EVENT_ID] for row in unique])
+    fresh = [n for n, row in enumerate(unique) if row[EVENT_ID] not in present]
     if not fresh:
-        return AppendResult(skipped=skipped), []
-    for chip, event in {event.soc_version: event for event in fresh}.items():
-        check_chip(chip, f"{event.kind} event of task {event.task_id} (from {event.origin})")
+        return [], []
+    for chip, n in {unique[n][SOC_VERSION]: n for n in fresh}.items():
+        row = unique[n]
+        check_chip(chip, f"{row[KIND]} event of task {row[TASK_ID]} (from {row[ORIGIN]})")
     seq, prev = head(db)
-    stored = []
-    for event in fresh:
+    rows: list[EventRow] = []
+    for n in fresh:
+        row = unique[n]
         seq += 1
-        link = event.link_hash(prev, seq)
-        stored.append(StoredEvent(seq, event.event_id, event, prev, link))
+        if checked and row[SEQ] == seq and row[PREV_HASH] == prev:
+            link = row[HASH]
+        else:
+            head_half, tail_half = content_halves(*(row[i] for i in _CONTENT))
+            link = link_hash(prev, seq, row[EVENT_ID], head_half, tail_half)
+        rows.append((seq, *row[EVENT_ID:PREV_HASH], prev, link))
         prev = link
-    loaded = _load_touched(db, fresh)
-    projection = Projection(None, loaded.tasks, loaded.key_states, compact=True)
-    projection.winners.update(loaded.winners)
-    for item in stored:
-        projection.apply(item)
-    writes: list[Write] = [("events", [event_values(item) for item in stored])]
+    loaded = _load_touched(db, rows)
+    projection = _BatchFold(loaded)
+    fresh_payloads = [payloads[n] for n in fresh] if payloads is not None else None
+    for n, row in enumerate(rows):
+        projection.apply(row, fresh_payloads[n] if fresh_payloads is not None else None)
+    writes: list[Write] = [("events", rows)]
     writes += _upserts("task", sql.TASK_KEY, projection.tasks, loaded.tasks, task_values)
-    writes += _policy_writes(stored, projection.winners, loaded.winners)
-    return AppendResult(appended=tuple(stored), skipped=skipped), writes
+    writes += _policy_writes(projection, loaded.winners)
+    return rows, writes
+
+
+class _BatchFold(Projection):
+    """A batch folded over the projection rows it touches (trusted: every row was checked
+    before it came), keeping each new winner's row and decoded payload, so its policy row is
+    made without decoding it again."""
+
+    def __init__(self, loaded: _Loaded) -> None:
+        super().__init__(None, loaded.tasks, loaded.key_states, compact=True)
+        self.trusted = True
+        self.winners.update(loaded.winners)
+        self.won: dict[PolicyKey, tuple[EventRow, Mapping[str, Any], str]] = {}
+
+    def _won(self, key: PolicyKey, row: EventRow, payload: Mapping[str, Any], info_json: str) -> None:
+        self.won[key] = (row, payload, info_json)
+
+
+_CONTENT = (KIND, SOC_VERSION, REPO_KEY, TASK_ID, OP_NAME, OP_TYPE, RECORDED_AT, ORIGIN, PAYLOAD)
+"""The columns an event's id and link are computed over, in :func:`content_halves`' order."""
 
 
 def run_writes(db: Db, writes: Sequence[Write]) -> None:
@@ -120,21 +195,20 @@ def run_writes(db: Db, writes: Sequence[Write]) -> None:
             db.insert_rows(statement, rows)
 
 
-def _policy_writes(stored: Sequence[StoredEvent], winners: dict[PolicyKey, PolicyRef],
-                   before: dict[PolicyKey, PolicyRef]) -> list[Write]:
+def _policy_writes(fold: _BatchFold, before: dict[PolicyKey, PolicyRef]) -> list[Write]:
     """The policy rows a batch changed: each new winner is an event of the batch, whose policy
-    is built only now (the losers never become Policy values)."""
-    first = stored[0].seq
+    row is made only now (the losers never make one)."""
     inserts, updates = [], []
-    for key, ref in winners.items():
+    for key, ref in fold.winners.items():
         held = before.get(key)
         if held == ref:
             continue
-        row = policy_values(policy_of(stored[ref[1] - first]))
+        row, payload, info_json = fold.won[key]
+        values = policy_row_of(row, payload, key[2], info_json)
         if held is None:
-            inserts.append(row)
+            inserts.append(values)
         else:
-            updates.append(sql.update_params("policy", sql.POLICY_KEY, row))
+            updates.append(sql.update_params("policy", sql.POLICY_KEY, values))
     return [(sql.insert("policy"), inserts), (sql.update("policy", sql.POLICY_KEY), updates)]
 
 
@@ -156,18 +230,18 @@ def _present_ids(db: Db, ids: Sequence[str]) -> set[str]:
     return present
 
 
-def _load_touched(db: Db, events: Sequence[Event]) -> _Loaded:
+def _load_touched(db: Db, rows: Sequence[EventRow]) -> _Loaded:
     """The task rows, key states and policies a batch touches, read in a few queries."""
     loaded = _Loaded()
-    for part in chunks(sorted({e.task_id for e in events}), sql.CHUNK):
-        for row in db.rows(sql.select_tasks(f"task_id IN ({sql.marks(len(part))})"), part):
-            task = values_to_task(row)
+    for part in chunks(sorted({row[TASK_ID] for row in rows}), sql.CHUNK):
+        for found in db.rows(sql.select_tasks(f"task_id IN ({sql.marks(len(part))})"), part):
+            task = values_to_task(found)
             loaded.tasks[task.task_id] = task
     touched: dict[str, set[str]] = {}
-    for event in events:
-        known = loaded.tasks.get(event.task_id)
-        if event.repo_key is not None and known is not None and not known.finished:
-            touched.setdefault(event.task_id, set()).add(event.repo_key)
+    for row in rows:
+        known = loaded.tasks.get(row[TASK_ID])
+        if row[REPO_KEY] is not None and known is not None and not known.finished:
+            touched.setdefault(row[TASK_ID], set()).add(row[REPO_KEY])
     kinds = sql.marks(len(_OUTCOMES))
     for task_id, wanted in touched.items():
         states = loaded.key_states.setdefault(task_id, {})
@@ -176,8 +250,8 @@ def _load_touched(db: Db, events: Sequence[Event]) -> _Loaded:
                          f"({sql.marks(len(part))}) AND kind IN ({kinds}) ORDER BY seq")
             for key, kind in db.rows(statement, (task_id, *part, *_OUTCOMES)):
                 states[key] = kind
-    keys = sorted({e.repo_key for e in events if e.kind in POLICY_KINDS and e.repo_key})
-    socs = sorted({e.soc_version for e in events})
+    keys = sorted({row[REPO_KEY] for row in rows if row[KIND] in _POLICY_KINDS and row[REPO_KEY]})
+    socs = sorted({row[SOC_VERSION] for row in rows})
     for part in chunks(keys, sql.CHUNK):
         statement = (f"SELECT soc_version, repo_key, info_digest, best_us, recorded_at, event_id, "
                      f"seq FROM policy WHERE soc_version IN ({sql.marks(len(socs))}) AND "

@@ -39,6 +39,9 @@ INDEXES_RELIED_ON = {
 reads the key states of a task; lookups read a key's history)."""
 
 POLICY_KEY = ("soc_version", "repo_key", "info_digest")
+POLICY_SEQ = POLICY_COLUMNS.index("seq")
+"""Where a policy row (:data:`POLICY_COLUMNS`) holds its winning event's seq; its key is its
+first three columns (:data:`POLICY_KEY`)."""
 TASK_KEY = ("task_id",)
 CHECKPOINT = "projections"
 """The name of the checkpoint row the projections keep."""
