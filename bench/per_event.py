@@ -9,7 +9,9 @@ the same data in the same run, interleaved ROUNDS times, each measurement in a p
 - ``fold``: verify's fold of that bank's log (the rows read into memory first, so only the fold
   is timed); target: at least 1.5x faster than the baseline tree's;
 - ``lookup``: `Bank.lookup` of 10,000 keys (half known) against a plain indexed query of the
-  same keys (bench/scale.py); target: <= 1.6x the plain query.
+  same keys (bench/scale.py); target: <= 1.6x the plain query. Where the tree can say, its
+  parts are timed apart in the same process: the query, the check that each stored info_dict
+  is the one asked for (its canonical JSON), and the Policy values built.
 
     python bench/per_event.py [--events 100000] [--rounds 5] [--baseline /path/to/checkout]
 
@@ -74,7 +76,25 @@ else:  # lookup
     with Bank.open(db) as bank:
         started = time.perf_counter()
         found = bank.lookup("Ascend910B2", wanted)
-        print(json.dumps({"seconds": time.perf_counter() - started, "found": len(found)}))
+        result = {"seconds": time.perf_counter() - started, "found": len(found)}
+        try:  # what the lookup is made of, where this tree can say (the floor's evidence)
+            from tunebank.bank.canonical import canonical_json
+            from tunebank.bank.store import reads
+            from tunebank.bank.store.rows import values_to_policy
+        except ImportError:
+            reads = None
+        if reads is not None:
+            asked = dict(wanted)
+            started = time.perf_counter()
+            rows = reads.policy_rows_for_keys(bank.store, "Ascend910B2", list(asked))
+            result["query_s"] = time.perf_counter() - started
+            started = time.perf_counter()
+            same = [row for row in rows if row[4] == canonical_json(asked[row[1]] or {})]
+            result["compare_s"] = time.perf_counter() - started
+            started = time.perf_counter()
+            made = [values_to_policy(row, info_dict=dict(asked[row[1]] or {})) for row in same]
+            result["build_s"] = time.perf_counter() - started
+        print(json.dumps(result))
 '''
 
 
@@ -125,7 +145,11 @@ def main() -> None:
             keys_file = folder / "wanted.json"
             keys_file.write_text(json.dumps(wanted))
             for name, tree in order:
-                line[f"{name} lookup"] = run_child(tree, "lookup", str(db), str(keys_file))["seconds"]
+                looked = run_child(tree, "lookup", str(db), str(keys_file))
+                line[f"{name} lookup"] = looked["seconds"]
+                for part in ("query_s", "compare_s", "build_s"):
+                    if part in looked:
+                        line[f"{name} lookup {part[:-2]}"] = looked[part]
             line["plain lookup"] = plain_lookup(db, "Ascend910B2", [key for key, _ in wanted])
             for name, value in line.items():
                 if name != "round":

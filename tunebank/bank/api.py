@@ -27,6 +27,7 @@ from tunebank.bank.projection import Policy, Projection
 from tunebank.bank.store import AppendResult, EventFilter, PolicyFilter, StreamResult, open_store, reads
 from tunebank.bank.store.base import EventStore
 from tunebank.bank.store.rows import values_to_policy
+from tunebank.bank.store.schema.statements import POLICY_COLUMNS
 from tunebank.bank.store.schema.version import check_version
 from tunebank.bank.tasks import TaskView
 
@@ -68,6 +69,10 @@ class Outcome:
             "backend": self.backend,
         }
         return {**{k: v for k, v in named.items() if v is not None}, **self.extra}
+
+
+POLICY_REPO_KEY, POLICY_INFO = POLICY_COLUMNS.index("repo_key"), POLICY_COLUMNS.index("info_dict")
+"""Where a stored policy row holds what a lookup compares."""
 
 
 def _not_a_bank(store: EventStore, location: BankLocation) -> BankLocationError:
@@ -229,7 +234,7 @@ class Bank:
         wanted = {key: info for key, info in operators}
         found = {}
         for row in reads.policy_rows_for_keys(self.store, soc_version, list(wanted)):
-            key, stored_info = row[1], row[4]
+            key, stored_info = row[POLICY_REPO_KEY], row[POLICY_INFO]
             info = wanted[key]
             if stored_info == canonical_json(info or {}):  # equal dicts, equal text: undecoded
                 found[key] = values_to_policy(row, info_dict=dict(info or {}))

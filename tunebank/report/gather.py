@@ -14,7 +14,22 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tunebank.bank.canonical import parse_json
-from tunebank.bank.events import GENESIS_HASH, OUTCOME_KINDS, EventKind
+from tunebank.bank.events import (
+    GENESIS_HASH,
+    HASH,
+    KIND,
+    OP_TYPE,
+    ORIGIN,
+    OUTCOME_KINDS,
+    PAYLOAD,
+    RECORDED_AT,
+    REPO_KEY,
+    SEQ,
+    SOC_VERSION,
+    TASK_ID,
+    EventKind,
+    EventRow,
+)
 from tunebank.bank.tasks import TaskView
 
 if TYPE_CHECKING:
@@ -110,21 +125,21 @@ def gather(bank: Bank, soc_version: str | None = None, trail: int = TRAIL) -> Ba
         if soc_version in (None, task.soc_version):
             chip(task.soc_version).tasks.append(task)
     before: dict[tuple[str, str], float] = {}
-    recent: dict[str, deque[tuple[tuple[Any, ...], dict[str, Any]]]] = {}
+    recent: dict[str, deque[tuple[EventRow, dict[str, Any]]]] = {}
     head, link = 0, GENESIS_HASH
     outcomes = frozenset(str(kind) for kind in OUTCOME_KINDS)
     firsts, trail_kinds = frozenset((EventKind.ADD, EventKind.UNSATISFIED)), (EventKind.ADD, EventKind.UPDATE)
     for row in bank.event_rows():  # stored tuples: a million events need no object each
-        seq, _, kind, soc, repo_key, task_id, _, _, _, _, payload_json, _, link = row
-        head = seq  # the report shows the log up to this link
+        kind, soc, task_id, link = row[KIND], row[SOC_VERSION], row[TASK_ID], row[HASH]
+        head = row[SEQ]  # the report shows the log up to this link
         if kind not in outcomes or soc_version not in (None, soc):
             continue
-        payload = parse_json(payload_json)
+        payload = parse_json(row[PAYLOAD])
         spent = payload.get("measurements")
         if isinstance(spent, int) and not isinstance(spent, bool):
             counts = chip(soc).measurements
             counts[task_id] = counts.get(task_id, 0) + spent
-        key = (soc, str(repo_key))
+        key = (soc, str(row[REPO_KEY]))
         if kind in firsts and key not in before:
             first = _time(payload.get("performance_before_us"))
             if first is not None:
@@ -164,12 +179,11 @@ def model_versions(tasks: Iterable[TaskView],
     return tuple(sorted(versions, key=lambda m: (m.name, m.version)))
 
 
-def _change(row: tuple[Any, ...], payload: dict[str, Any]) -> Change:
-    """The audit trail's line for an events row (columns in the events table's order)."""
-    seq, _, kind, _, repo_key, task_id, _, op_type, recorded_at, origin, _, _, _ = row
-    return Change(seq, recorded_at, str(kind), str(repo_key), op_type,
+def _change(row: EventRow, payload: dict[str, Any]) -> Change:
+    """The audit trail's line for an events row."""
+    return Change(row[SEQ], row[RECORDED_AT], str(row[KIND]), str(row[REPO_KEY]), row[OP_TYPE],
                   _time(payload.get("performance_before_us")),
-                  _time(payload.get("performance_after_us")), task_id, origin,
+                  _time(payload.get("performance_after_us")), row[TASK_ID], row[ORIGIN],
                   borrowed_summary(payload.get("borrowed_from")))
 
 
