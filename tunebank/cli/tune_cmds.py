@@ -21,6 +21,7 @@ from tunebank.cli.common import (
     say,
     user_errors,
 )
+from tunebank.tuner.settings import RESUMED, SETTINGS
 
 if TYPE_CHECKING:
     from tunebank.tuner.campaign.file import CampaignModel
@@ -47,6 +48,10 @@ class ResultFormat(StrEnum):
 
 
 
+
+_FLAG = {name: setting.flag for name, setting in SETTINGS.items()}
+_HELP = {name: setting.help for name, setting in SETTINGS.items()}
+"""The search settings' options, as tunebank/tuner/settings.py defines them (one place)."""
 
 RESUME = "what was recorded stays, and the same command with --reload continues the task"
 """What a tune stopped midway (interrupted, or its backend failed) tells the user."""
@@ -75,11 +80,10 @@ def tune(
     scheduler: Annotated[str | None, typer.Option(
         "--scheduler", help="Search on the running Dask cluster at this address "
                             "(tcp://HOST:PORT; needs the cluster extra).")] = None,
-    mode: Annotated[Mode, typer.Option(help="Search mode: ga, rl, random or exhaustive.")] = Mode.ga,
-    budget: Annotated[int | None, typer.Option(
-        min=1, help="Measurements per operator (default: per mode).")] = None,
-    seed: Annotated[int, typer.Option(help="Random seed: same seed, same result.")] = 0,
-    retune: Annotated[bool, typer.Option("--retune", help="Search known keys again, warm-started.")] = False,
+    mode: Annotated[Mode, typer.Option(_FLAG["mode"], help=_HELP["mode"])] = Mode.ga,
+    budget: Annotated[int | None, typer.Option(_FLAG["budget"], min=1, help=_HELP["budget"])] = None,
+    seed: Annotated[int, typer.Option(_FLAG["seed"], help=_HELP["seed"])] = 0,
+    retune: Annotated[bool, typer.Option(_FLAG["retune"], help=_HELP["retune"])] = False,
     reload: Annotated[bool, typer.Option(
         "--reload", help="Resume this model's unfinished task, with its mode, seed and budget.")] = False,
     input_shape: Annotated[str | None, typer.Option(
@@ -93,26 +97,18 @@ def tune(
     load_tuning_result: Annotated[Path | None, typer.Option(
         "--load-tuning-result", exists=True, dir_okay=False,
         help="A tuning_result.json whose policies are measured and kept instead of searched.")] = None,
-    backend: Annotated[str, typer.Option(
-        "--backend", help="Measurement backend, by name (sim, or a plug-in; see docs/backends.md).")] = "sim",
-    noise: Annotated[float, typer.Option(help="Relative measurement noise of the sim backend.")] = 0.0,
-    run_loop: Annotated[int, typer.Option("--run-loop", help="Runs per candidate; the median is kept.")] = 1,
-    sim_delay_ms: Annotated[float, typer.Option(
-        "--sim-delay-ms", help="sim backend: wall time of each run of a candidate, as a device's "
-                               "(times recorded do not change).")] = 0.0,
+    backend: Annotated[str, typer.Option(_FLAG["backend"], help=_HELP["backend"])] = "sim",
+    noise: Annotated[float, typer.Option(_FLAG["noise"], help=_HELP["noise"])] = 0.0,
+    run_loop: Annotated[int, typer.Option(_FLAG["run_loop"], help=_HELP["run_loop"])] = 1,
+    sim_delay_ms: Annotated[float, typer.Option(_FLAG["sim_delay_s"], help=_HELP["sim_delay_s"])] = 0.0,
     measure_timeout: Annotated[float, typer.Option(
-        "--measure-timeout", metavar="SECONDS",
-        help="Stop the tune, resumable, when one batch of measurements takes longer than this "
-             "(a hung device or plug-in).")] = 600.0,
+        _FLAG["measure_timeout_s"], metavar="SECONDS", help=_HELP["measure_timeout_s"])] = 600.0,
     tuning_name: Annotated[str | None, typer.Option("--tuning-name", help="Task name.")] = None,
     result_format: Annotated[ResultFormat, typer.Option(
         "--result-format", help="OPAT result file format: v2 (newer) or v1 (older).")] = ResultFormat.v2,
     output: Annotated[Path | None, typer.Option(
         help="Write the annotated model in DIR/aoe_workspace/... .")] = None,
-    transfer: Annotated[bool, typer.Option(
-        "--transfer/--no-transfer",
-        help="Start a new key's search from the policies of the bank's nearest known keys, and "
-             "stop it early once it stops improving.")] = True,
+    transfer: Annotated[bool, typer.Option(_FLAG["transfer"], help=_HELP["transfer"])] = True,
     progress_bar: Annotated[OnOff, typer.Option("--progress-bar", help="Progress on stderr.")] = OnOff.on,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
     as_json: JsonOption = False,
@@ -124,7 +120,7 @@ def tune(
     from tunebank.tuner.errors import TuneError
     from tunebank.tuner.flow import tune as run_tune
     from tunebank.tuner.model.reading import parse_input_shapes
-    from tunebank.tuner.options import RESUMED, TuneOptions, job_type_of
+    from tunebank.tuner.options import TuneOptions, job_type_of
 
     if workers is not None and scheduler is not None:
         raise TuneError("--workers and --scheduler: give one (a cluster started here, or a "

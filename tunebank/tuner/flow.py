@@ -49,6 +49,7 @@ from tunebank.tuner.plan.subgraphs import plan_subgraphs
 from tunebank.tuner.search.executors import Executor
 from tunebank.tuner.search.keysearch import KeyResult, SearchJob, run_search, search_budget
 from tunebank.tuner.search.transfer import Donors, Neighbour, start_from
+from tunebank.tuner.settings import RESUMED, recorded
 
 
 class Reporter:
@@ -225,9 +226,8 @@ def open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel,
         for task in _unfinished_tasks(bank, options.soc_version, model_hash, options.job_type)[:1]:
             notices.append(f"task {task.task_id} of this model is unfinished; "
                            "--reload would have continued it")
-        extra = {"seed": options.seed, "budget": options.budget, "retune": options.retune,
-                 "transfer": options.transfer,
-                 "noise": options.noise, "run_loop": options.run_loop, "backend": backend.name,
+        settings = {name: getattr(options, name) for name in RESUMED if name != "mode"}
+        extra = {**recorded({**settings, "backend": backend.name}),  # search_mode: its own field
                  "cost_model_version": backend.version,
                  "tool_version": tool_version(), "selected": sorted(selection.op_names)}
         if options.campaign is not None:

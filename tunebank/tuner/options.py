@@ -1,4 +1,5 @@
-"""What ``bank tune`` takes: its options, their checks, and the settings a resumed task keeps."""
+"""What ``bank tune`` takes: its options, their checks, and the settings a resumed task keeps
+(each search setting is defined in :mod:`tunebank.tuner.settings`)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tunebank.tuner.errors import TuneError
 from tunebank.tuner.plan.selection import ConfigError, read_json
-from tunebank.tuner.search.strategies import make_search
-
-RESUMED = {"mode": "search_mode", "seed": "seed", "budget": "budget", "retune": "retune",
-           "noise": "noise", "run_loop": "run_loop", "transfer": "transfer", "backend": "backend"}
-"""The search settings --reload takes from the unfinished task: option -> task_started field."""
+from tunebank.tuner.settings import RESUMED, SETTINGS, check_settings
 
 JOB_TYPES = {"operator": "opat", "opat": "opat", "2": "opat",
              "subgraph": "sgat", "sgat": "sgat", "1": "sgat"}
@@ -25,12 +20,6 @@ task records."""
 OPERATOR_ONLY = {"tuning_config": "--tuning-config", "tune_ops_file": "--tune-ops-file",
                  "load_tuning_result": "--load-tuning-result", "output": "--output"}
 """Options that name operators or write an operator-tuned model: not for a subgraph tune."""
-
-MAX_BUDGET = 100_000
-"""The most measurements a tune may spend on one operator: 200 times the GA default (512) and
-more than any search space of the built-in cost model needs, while a budget of 2**63 would run
-for days and hold every measurement in memory."""
-
 
 @dataclass(frozen=True)
 class TuneOptions:
@@ -80,42 +69,12 @@ def job_type_of(text: str) -> str:
     except KeyError:
         raise TuneError(f"--job-type: {text!r} is not subgraph (1, sgat) or operator (2, opat)") from None
 
-SETTING_BOUNDS: dict[str, tuple[float, float, str]] = {
-    "budget": (1, MAX_BUDGET, "measurements per operator"),
-    "seed": (0, 2**63 - 1, ""),
-    "noise": (0, 0.999, "(a relative standard deviation)"),
-    "run_loop": (1, 2048, "(AOE's RUN_LOOP range)"),
-    "measure_timeout_s": (0.001, 86_400, "seconds"),
-    "sim_delay_s": (0, 10, "seconds"),
-}
-"""The bounds of each numeric tune setting, wherever it is given (an option, a campaign file):
-what a user would accept, and what keeps a tune from running for days or failing deep inside."""
-OPTION_NAMES = {"budget": "--budget", "seed": "--seed", "noise": "--noise",
-                "run_loop": "--run-loop", "measure_timeout_s": "--measure-timeout",
-                "sim_delay_s": "--sim-delay-ms (in seconds)"}
-
-
-def check_setting(name: str, value: Any, label: str) -> None:
-    """Refuse a numeric setting outside :data:`SETTING_BOUNDS`; ``label`` names where it was
-    given (``--budget``, or a campaign file and field).
+def check_options(options: TuneOptions) -> None:
+    """Refuse options that cannot make a tune, each naming its option.
 
     Raises:
-        TuneError: the value is out of bounds.
+        TuneError: an option is out of its bounds or choices, or does not fit the job type.
     """
-    low, high, unit = SETTING_BOUNDS[name]
-    if value is None:
-        return
-    if not low <= value <= high:
-        shown = f"{value:.4g}" if isinstance(value, float) else str(value)[:40]
-        raise TuneError(f"{label}: {shown} is out of bounds: must be between {_bound(low)} "
-                        f"and {_bound(high)}{' ' + unit if unit else ''}")
-
-
-def _bound(value: float) -> str:
-    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
-
-
-def check_options(options: TuneOptions) -> None:
     if options.job_type not in ("opat", "sgat"):
         raise TuneError(f"--job-type: {options.job_type!r} is not sgat or opat")
     if options.job_type == "sgat":
@@ -124,9 +83,7 @@ def check_options(options: TuneOptions) -> None:
                 raise TuneError(f"{flag}: applies to operator tuning only, not --job-type subgraph")
     if options.result_format not in ("v1", "v2"):
         raise TuneError(f"--result-format: {options.result_format!r} is not v1 or v2")
-    for name, flag in OPTION_NAMES.items():
-        check_setting(name, getattr(options, name), flag)
-    make_search(options.mode, 1, np.random.default_rng(0))  # an unknown mode fails here
+    check_settings({name: getattr(options, name) for name in SETTINGS})
 
 
 def read_tuning_result(path: Path | None) -> dict[str, dict[str, Any]]:

@@ -25,16 +25,11 @@ from typing import Any
 
 from tunebank.bank.formats.jsontext import read_text
 from tunebank.tuner.errors import TuneError
-from tunebank.tuner.measure.plugins import backend_names
 from tunebank.tuner.measure.socs import check_soc_name
 from tunebank.tuner.model.reading import ModelError, parse_input_shapes
-from tunebank.tuner.options import SETTING_BOUNDS, check_setting
-from tunebank.tuner.search.strategies import STRATEGIES as MODES
+from tunebank.tuner.settings import IN_CAMPAIGN_FILES, check_settings
 
-SETTINGS: dict[str, tuple[type, ...]] = {
-    "mode": (str,), "budget": (int,), "seed": (int,), "retune": (bool,), "transfer": (bool,),
-    "backend": (str,), "noise": (float, int), "run_loop": (int,),
-    "measure_timeout_s": (float, int)}
+SETTINGS = IN_CAMPAIGN_FILES
 """The search settings a campaign file may hold, with the TOML types each takes."""
 MODEL_FIELDS = ("path", "input_shapes", "tuning_config", "tune_ops_file")
 
@@ -93,13 +88,7 @@ def read_campaign(path: Path) -> CampaignFile:
             if not isinstance(value, types) or (bool in types) != isinstance(value, bool):
                 raise TuneError(f"{where}: {name}: must be {_kind(types)}, not "
                                 f"{_shown(value)}")
-            if name in SETTING_BOUNDS:
-                check_setting(name, value, f"{where}: {name}")
-            if name == "mode" and value not in MODES:
-                raise TuneError(f"{where}: mode: {_shown(value)} is not one of {', '.join(MODES)}")
-            if name == "backend" and value not in backend_names():
-                raise TuneError(f"{where}: backend: no measurement backend {_shown(value)} is "
-                                f"installed (installed: {', '.join(backend_names())})")
+            check_settings({name: value}, where)
             settings[name] = float(value) if float in types and isinstance(value, int | float) \
                 else value
     models = tuple(_model(entry, path.parent, f"{where}: models[{n}]")

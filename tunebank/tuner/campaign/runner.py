@@ -30,10 +30,11 @@ from tunebank.tuner.flow import Reporter, TuneReport, backend_for, finish, open_
 from tunebank.tuner.measure.costmodel import CostModel
 from tunebank.tuner.measure.socs import get_soc
 from tunebank.tuner.model.reading import load_model
-from tunebank.tuner.options import RESUMED, TuneOptions, check_options
+from tunebank.tuner.options import TuneOptions, check_options
 from tunebank.tuner.plan.grouping import plan_tune
 from tunebank.tuner.plan.selection import load_selection
 from tunebank.tuner.search.executors import Executor
+from tunebank.tuner.settings import RESUMED
 
 
 def models_of(paths: Sequence[Path], options: TuneOptions) -> list[CampaignModel]:
