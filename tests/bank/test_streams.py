@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 from tests.conftest import oc
 from tests.seams import stored_projection
 from tunebank.bank import Bank
+from tunebank.bank.api import write_to_bank
 from tunebank.bank.errors import BankError, OutcomeRuleError
 from tunebank.bank.events import Event
 from tunebank.bank.formats.jsonl import write_event_rows
-from tunebank.cli.common import write_to_bank
 from tunebank.cli.main import app
 
 runner = CliRunner()

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import math
+import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tunebank.bank.canonical import canonical_json
-from tunebank.bank.errors import BankLocationError, OutcomeRuleError, UnknownTaskError
+from tunebank.bank.errors import BankError, BankLocationError, OutcomeRuleError, UnknownTaskError
 from tunebank.bank.events import (
     OUTCOME_KINDS,
     Event,
@@ -22,7 +24,13 @@ from tunebank.bank.events import (
     format_time,
     utc_now,
 )
-from tunebank.bank.location import BankLocation, prepare_for_write, resolve, writable
+from tunebank.bank.location import (
+    BankLocation,
+    prepare_for_write,
+    remove_stale_staging,
+    resolve,
+    writable,
+)
 from tunebank.bank.projection import Policy, Projection
 from tunebank.bank.store import AppendResult, EventFilter, PolicyFilter, StreamResult, open_store, reads
 from tunebank.bank.store.base import EventStore
@@ -70,6 +78,8 @@ class Outcome:
         }
         return {**{k: v for k, v in named.items() if v is not None}, **self.extra}
 
+
+R = TypeVar("R")
 
 POLICY_REPO_KEY, POLICY_INFO = POLICY_COLUMNS.index("repo_key"), POLICY_COLUMNS.index("info_dict")
 """Where a stored policy row holds what a lookup compares."""
@@ -123,6 +133,8 @@ class Bank:
             )
         if create:
             prepare_for_write(location)
+            if location.path is not None:  # a write killed before it finished left these
+                remove_stale_staging(location.path)
         read_only = not create and location.path is not None and not writable(location.path)
         made = create and location.path is not None and not location.path.exists()
         store = open_store(location.url, read_only=read_only, given=location.given)
@@ -349,6 +361,45 @@ class Bank:
         return rebuild(self.store, force=force, reindex=reindex)
 
 
+def write_to_bank(db: str | None, work: Callable[[Bank], R]) -> R:
+    """Run ``work`` (one all-or-nothing write) on the bank at ``db``, made if it does not exist:
+    what an import or a merge into a bank that may not exist yet needs.
+
+    A new bank file is made under a temporary name beside it and linked into place only when
+    ``work`` succeeded, so a write that fails (a bad line deep in a long events file) leaves no
+    bank behind, and no folder this made. The link refuses to replace a file: if another process
+    made the bank meanwhile, ``work`` runs again on that bank (``work`` must be repeatable). A
+    bank that exists, or a server's, is written as it is: its transaction undoes a failed write.
+    """
+    location = resolve(db)
+    target = location.path
+    if target is None or location.exists:
+        with Bank.open(db, create=True) as bank:
+            return work(bank)
+    made = [folder for folder in (target.parent, *target.parent.parents) if not folder.exists()]
+    remove_stale_staging(target)
+    staging = target.with_name(f".{target.name}.{os.getpid()}.new")
+    try:
+        try:
+            with Bank.open(str(staging), create=True) as bank:
+                result = work(bank)
+        except BankError as exc:  # named as the user named it, not by its staging name
+            raise BankError(str(exc).replace(str(staging), str(target))) from None
+        try:
+            os.link(staging, target)  # never over a bank another process made meanwhile
+        except OSError:  # made meanwhile by another process, or no hard links on this file
+            with Bank.open(db, create=True) as bank:  # system: write the bank where it is
+                return work(bank)
+        return result
+    finally:
+        for leftover in (staging, Path(f"{staging}-wal"), Path(f"{staging}-shm")):
+            leftover.unlink(missing_ok=True)
+        if not target.exists():
+            for folder in made:  # innermost first
+                with suppress(OSError):
+                    folder.rmdir()
+
+
 def upgrade_bank(db: str | None = None, *, env: dict[str, str] | None = None) -> UpgradeReport:
     """Bring the bank at ``db`` to this tunebank's schema version (see :mod:`bank.store.migrate`):
     the one way to open a bank of an older schema, which :meth:`Bank.open` refuses.
@@ -415,4 +466,4 @@ def task_json(task: TaskView) -> dict[str, Any]:
     }
 
 
-__all__ = ["Bank", "Outcome", "policy_json", "task_json", "upgrade_bank"]
+__all__ = ["Bank", "Outcome", "policy_json", "task_json", "upgrade_bank", "write_to_bank"]

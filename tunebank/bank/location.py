@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -179,3 +180,23 @@ def _passwords(url: str) -> list[str]:
     found += [match.group(2) for match in re.finditer(
         r"(?i)([?&](?:password|passfile|sslpassword)=)([^&#]*)", rest)]
     return [secret for secret in found if secret]
+
+
+def remove_stale_staging(target: Path) -> None:
+    """Remove the staging files of a write to ``target`` whose process is gone (killed with
+    SIGKILL, which no ``finally`` survives): ``.NAME.PID.new`` and its -wal and -shm."""
+    with suppress(OSError):
+        for leftover in target.parent.glob(f".{target.name}.*.new*"):
+            pid, _, rest = leftover.name.removeprefix(f".{target.name}.").partition(".")
+            if pid.isdigit() and rest in ("new", "new-wal", "new-shm") and not _alive(int(pid)):
+                leftover.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # no signal sent: only whether the process exists
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's, alive
+        return True
+    return True

@@ -5,11 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import math
-import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import suppress
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
 
 import typer
@@ -74,98 +71,26 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
 
 
 def open_bank(db: str | None, *, create: bool = False) -> Bank:
-    """Open the bank the options name (see :meth:`bank.Bank.open`); one opened to write first
-    loses the staging files of writes killed before they finished."""
+    """Open the bank the options name (see :meth:`tunebank.bank.Bank.open`)."""
     from tunebank.bank import Bank
 
-    if create:
-        from tunebank.bank.location import resolve
-
-        target = resolve(db).path
-        if target is not None:
-            _remove_stale_staging(target)
     return Bank.open(db, create=create)
 
 
 def write_to_bank(db: str | None, work: Callable[[Bank], R]) -> R:
-    """Run ``work`` (one all-or-nothing write) on the bank the options name, made if it does not
-    exist.
+    """Run ``work`` on the bank the options name, made if need be, all or nothing (see
+    :func:`tunebank.bank.api.write_to_bank`)."""
+    from tunebank.bank.api import write_to_bank as write
 
-    A new bank file is made under a temporary name beside it and linked into place only when
-    ``work`` succeeded, so a write that fails (a bad line deep in a long events file) leaves no
-    bank behind, and no folder this made. The link refuses to replace a file: if another process
-    made the bank meanwhile, ``work`` runs again on that bank (``work`` must be repeatable). A
-    bank that exists, or a server's, is written as it is: its transaction undoes a failed write.
-    """
-    from tunebank.bank import Bank
-    from tunebank.bank.errors import BankError
-    from tunebank.bank.location import resolve
-
-    location = resolve(db)
-    target = location.path
-    if target is None or location.exists:
-        with Bank.open(db, create=True) as bank:
-            return work(bank)
-    made = [folder for folder in (target.parent, *target.parent.parents) if not folder.exists()]
-    _remove_stale_staging(target)
-    staging = target.with_name(f".{target.name}.{os.getpid()}.new")
-    try:
-        try:
-            with Bank.open(str(staging), create=True) as bank:
-                result = work(bank)
-        except BankError as exc:  # named as the user named it, not by its staging name
-            raise BankError(str(exc).replace(str(staging), str(target))) from None
-        try:
-            os.link(staging, target)  # never over a bank another process made meanwhile
-        except OSError:  # made meanwhile by another process, or no hard links on this file
-            with Bank.open(db, create=True) as bank:  # system: write the bank where it is
-                return work(bank)
-        return result
-    finally:
-        for leftover in (staging, Path(f"{staging}-wal"), Path(f"{staging}-shm")):
-            leftover.unlink(missing_ok=True)
-        if not target.exists():
-            for folder in made:  # innermost first
-                with suppress(OSError):
-                    folder.rmdir()
-
-
-def _remove_stale_staging(target: Path) -> None:
-    """Remove the staging files of a write to ``target`` whose process is gone (killed with
-    SIGKILL, which no ``finally`` survives): ``.NAME.PID.new`` and its -wal and -shm."""
-    with suppress(OSError):
-        for leftover in target.parent.glob(f".{target.name}.*.new*"):
-            pid, _, rest = leftover.name.removeprefix(f".{target.name}.").partition(".")
-            if pid.isdigit() and rest in ("new", "new-wal", "new-shm") and not _alive(int(pid)):
-                leftover.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # no signal sent: only whether the process exists
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's, alive
-        return True
-    return True
+    written: R = write(db, work)
+    return written
 
 
 def check_socs(bank: Bank, names: Iterable[str | None], *, allow_unknown: bool = False) -> None:
-    """Refuse a chip name that no command should take: not one `bank socs` lists nor one the
-    bank holds (unless ``allow_unknown``), or one of those in the wrong case (see
-    :func:`tuner.measure.socs.check_soc_name`).
+    """Refuse chip names no command should take (see :func:`tunebank.tuner.measure.socs.check_socs`)."""
+    from tunebank.tuner.measure.socs import check_socs as check
 
-    Raises:
-        UnknownSocError: a name is refused.
-    """
-    wanted = sorted({name for name in names if name is not None})
-    if not wanted:
-        return
-    from tunebank.tuner.measure.socs import check_soc_name
-
-    in_bank = {task.soc_version for task in bank.tasks()}
-    for name in wanted:
-        check_soc_name(name, in_bank, allow_unknown=allow_unknown)
+    check({task.soc_version for task in bank.tasks()}, names, allow_unknown=allow_unknown)
 
 
 def print_json(value: Any) -> None:

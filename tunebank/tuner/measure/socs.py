@@ -126,3 +126,17 @@ def check_soc_name(soc_version: str, in_bank: Iterable[str] = (), *,
     raise UnknownSocError(
         f"{option}: unknown soc_version {soc_version!r}; known: {', '.join(sorted(known))} (a chip "
         "the cost model does not know can be imported with --allow-unknown-soc)")
+
+
+def check_socs(in_bank: Iterable[str], names: Iterable[str | None], *,
+               allow_unknown: bool = False) -> None:
+    """Refuse a chip name that no command should take: not one `bank socs` lists nor one of
+    ``in_bank`` (the bank's chips) unless ``allow_unknown``, or one of those in the wrong case
+    (see :func:`check_soc_name`). What an import checks before it writes.
+
+    Raises:
+        UnknownSocError: a name is refused.
+    """
+    held = set(in_bank)
+    for name in sorted({name for name in names if name is not None}):
+        check_soc_name(name, held, allow_unknown=allow_unknown)
