@@ -277,7 +277,8 @@ def check_row(row: EventRow) -> None:
     if not (row[SOC_VERSION] and row[TASK_ID] and row[RECORDED_AT] and row[ORIGIN]) or \
             (kind in _OUTCOME_NAMES and not row[REPO_KEY]):
         raise EventValidationError(f"{kind} event: a required field is empty")
-    if not _object_text(row[PAYLOAD]):
+    payload = row[PAYLOAD]  # _object_text, inlined: this runs for every row a pass reads
+    if not (isinstance(payload, str) and payload.startswith("{") and payload.endswith("}")):
         raise EventValidationError(f"{kind} event: payload must be a JSON object")
 
 

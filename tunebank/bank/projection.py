@@ -219,10 +219,15 @@ class Projection:
         are then decoded without being checked again."""
         self._tasks: dict[str, TaskView] = dict(tasks or {})
         self._tally: dict[str, list[int]] = {}
+        self._running: tuple[str, str, dict[str, str], list[int]] | None = None
+        """The task of the last outcome folded, with its key states and tally: outcomes come in
+        runs of one task, and the next of the run needs no checks of the task again (any task
+        event, and reading ``tasks``, forgets it)."""
 
     @property
     def tasks(self) -> dict[str, TaskView]:
         """Every task folded so far, by id."""
+        self._running = None
         for task_id, (add, hit, update, reserved, unsatisfied, open_hits, last) in self._tally.items():
             self._tasks[task_id] = replace(
                 self._tasks[task_id], add_num=add, hit_num=hit, update_num=update,
@@ -272,6 +277,7 @@ class Projection:
         return task
 
     def _start(self, row: EventRow, p: Payload) -> None:
+        self._running = None
         task_id = row[TASK_ID]
         if task_id in self._tasks:
             raise OutcomeRuleError(f"task_started for task {task_id}: the task already exists")
@@ -290,6 +296,7 @@ class Projection:
         )
 
     def _finish(self, row: EventRow, p: Payload) -> None:
+        self._running = None
         self._task(row)
         task = self.tasks[row[TASK_ID]]  # with its counters up to date
         if task.open_hits:
@@ -316,13 +323,19 @@ class Projection:
         self.key_states.pop(task.task_id, None)
 
     def _outcome(self, row: EventRow) -> None:
-        task = self._task(row)
+        running = self._running
+        if running is not None and running[0] == row[TASK_ID] and running[1] == row[SOC_VERSION]:
+            states, tally = running[2], running[3]  # the task of the outcome before: checked then
+        else:
+            task = self._task(row)
+            states = self.key_states.setdefault(task.task_id, {})
+            kept = self._tally.get(task.task_id)
+            if kept is None:
+                kept = self._tally[task.task_id] = [getattr(task, name) for name in _TALLY_FIELDS]
+            tally = kept
+            self._running = (task.task_id, task.soc_version, states, tally)
         repo_key = row[REPO_KEY]
-        states = self.key_states.setdefault(task.task_id, {})
         state = states.get(repo_key)
-        tally = self._tally.get(task.task_id)
-        if tally is None:
-            tally = self._tally[task.task_id] = [getattr(task, name) for name in _TALLY_FIELDS]
         kind = row[KIND]
         if kind == "update" or kind == "reserved":
             if state != "hit":

@@ -108,12 +108,13 @@ def _fold_log(store: EventStore, report: VerifyReport, check_links: bool) -> Rep
     """Fold every row, checking positions and ``prev_hash`` (and, with ``check_links``, each
     row's id and link)."""
     projection = ReplayedPolicies()
-    expected_seq, prev = 1, GENESIS_HASH
+    expected_seq, prev, seq, events = 1, GENESIS_HASH, 0, 0
+    apply = projection.apply
     for row in reads.event_rows(store):
         seq = row[SEQ]
         try:
             check_row(row)
-            report.events += 1
+            events += 1
             if seq != expected_seq:
                 report.flag(min(seq, expected_seq),
                             f"seq {expected_seq}: missing (next seq found is {seq})")
@@ -122,13 +123,15 @@ def _fold_log(store: EventStore, report: VerifyReport, check_links: bool) -> Rep
                     report.flag(bad_seq, problem)
             if row[PREV_HASH] != prev:
                 report.flag(seq, f"seq {seq}: prev_hash does not link to the event before it")
-            projection.apply(row)
+            apply(row)
         except OutcomeRuleError as exc:
             report.flag(seq, f"seq {seq}: breaks the outcome rules: {exc}")
         except (BankError, ValueError, TypeError) as exc:
             report.flag(seq, f"seq {seq}: cannot be read ({exc})")
         expected_seq, prev = seq + 1, row[HASH]
-        report.head_seq, report.head_hash = seq, row[HASH]
+    report.events += events
+    if events or seq:
+        report.head_seq, report.head_hash = seq, prev
     return projection
 
 
