@@ -10,6 +10,7 @@ from freezegun import freeze_time
 from typer.testing import CliRunner
 
 from fixtures.demo_bank import build
+from tunebank.bank import Bank
 from tunebank.cli import main
 from tunebank.cli.main import app, make_app
 
@@ -285,3 +286,53 @@ def test_a_column_holding_a_fraction_shows_every_number_with_three_decimals() ->
 
     rows = [[1, 8.0, 1200.0, None], [2, 7.8125, 47.0, "x"]]
     assert _formatted(rows, blank="-", escape=str) == [["1", "8.000", "1200", "-"], ["2", "7.812", "47", "x"]]
+
+
+@pytest.mark.parametrize(("command", "key"), [
+    (["query"], "seq"), (["tasks"], None), (["history", "--op-type", "Conv"], "seq"),
+    (["events"], "seq")])
+def test_json_lists_the_rows_the_table_shows(tuned_bank: str, command: list[str],
+                                             key: str | None) -> None:
+    """Issue 31: --json ignored --limit and --sort (query --limit 1 --json printed 129 rows)."""
+    def records(*extra: str) -> list[dict[str, object]]:
+        done = runner.invoke(app, [*command, "--db", tuned_bank, "--json", *extra])
+        assert done.exit_code == 0, done.output
+        text = done.stdout.strip()
+        return [json.loads(line) for line in text.splitlines()] if command == ["events"] \
+            else json.loads(text)
+
+    every = records()
+    assert len(records("--limit", "1")) == 1 <= len(every)
+    if key is not None:  # the table's column "seq" is the records' "seq"
+        assert len(every) > 2
+        newest = records("--sort", "-seq", "--limit", "2")
+        assert [r[key] for r in newest] == sorted((r[key] for r in every), reverse=True)[:2]
+
+
+@pytest.mark.parametrize("command", [["query"], ["tasks"], ["history", "--op-type", "Conv"],
+                                     ["events"]])
+def test_json_and_csv_together_are_refused(tuned_bank: str, command: list[str]) -> None:
+    done = runner.invoke(app, [*command, "--db", tuned_bank, "--json", "--csv"])
+    assert done.exit_code == 2 and done.stdout == ""
+    assert done.stderr.strip() == ("bank: error: --json and --csv: give one (JSON for scripts, "
+                                   "CSV for a spreadsheet)")
+
+
+def test_a_closed_pipe_exits_141_quietly(tmp_path: Path) -> None:
+    """Issue 31: `bank events --json | head -1` exited 1 (click's own handling of EPIPE). The
+    JSON lines are written one by one, so a reader gone after the first meets the next write."""
+    import subprocess
+    import sys
+
+    from bench.workload import events
+
+    db = str(tmp_path / "big.db")
+    with Bank.open(db, create=True) as bank:  # a log far longer than a pipe's 64 KiB
+        bank.append_stream(lambda: (event.row() for event in events(3000)), checked=True)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", "from tunebank.cli.main import run; run()", "events", "--db", db, "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    assert reader.stdout is not None and reader.stdout.readline()
+    reader.stdout.close()  # as `head -1` does once it has its line
+    _, err = reader.communicate(timeout=60)
+    assert reader.returncode == 141 and err == b""

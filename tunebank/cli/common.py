@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 
@@ -66,8 +67,17 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
             return command(*args, **kwargs)
         except BankError as exc:
             raise fail(str(exc)) from None
+        except BrokenPipeError:  # the reader went (`bank events --json | head -1`); click's own
+            closed_pipe()        # handling would say nothing and exit 1
 
     return wrapper
+
+
+def closed_pipe() -> NoReturn:
+    """Exit as a shell's pipeline expects when the reader of stdout went away: 141 (128 +
+    SIGPIPE), quietly, with nothing left to flush into the closed pipe."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(141)
 
 
 def open_bank(db: str | None, *, create: bool = False) -> Bank:
@@ -99,25 +109,38 @@ def print_json(value: Any) -> None:
 
 
 def show_rows(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, limit: int | None = None,
-              sort: str | None = None, as_csv: bool = False, raw: bool = False) -> None:
-    """A command's rows as a table, or as CSV: sorted by a column (``-name`` descending, an
-    empty cell last either way), then cut to ``limit``. CSV text cells are made safe for a
-    spreadsheet and a terminal unless ``raw`` (see :mod:`bank.formats.spreadsheet`).
+              sort: str | None = None, as_csv: bool = False, raw: bool = False,
+              as_json: bool = False, records: Sequence[Any] = (), json_lines: bool = False) -> None:
+    """A command's rows as a table, as CSV, or with ``as_json`` as the JSON ``records`` (one per
+    row): sorted by a table column (``-name`` descending, an empty cell last either way), then
+    cut to ``limit``, whatever the form, so ``--json`` lists the rows the table would show.
+    ``json_lines``: one JSON object a line rather than one document. CSV text cells are made
+    safe for a spreadsheet and a terminal unless ``raw`` (see :mod:`bank.formats.spreadsheet`).
 
     Raises:
-        typer.Exit: ``sort`` names no column (the error is printed).
+        typer.Exit: ``sort`` names no column, or two forms were asked for (the error is printed).
     """
+    refuse_two_forms(as_json, as_csv)
     listed = list(rows)
+    order = list(range(len(listed)))
     if sort is not None:
         name = sort.removeprefix("-")
         if name not in headers:
             raise fail(f"--sort: no column {name!r} (columns: {', '.join(headers)})", code=2)
         column = list(headers).index(name)
-        present = [row for row in listed if row[column] is not None]
-        present.sort(key=lambda row: _sort_key(row[column]), reverse=sort.startswith("-"))
-        listed = present + [row for row in listed if row[column] is None]
+        present = [n for n in order if listed[n][column] is not None]
+        present.sort(key=lambda n: _sort_key(listed[n][column]), reverse=sort.startswith("-"))
+        order = present + [n for n in order if listed[n][column] is None]
     if limit is not None:
-        listed = listed[:limit]
+        order = order[:limit]
+    if as_json:
+        if json_lines:
+            for n in order:  # as the streamed lines are printed (bank events --json)
+                say(json.dumps(records[n], ensure_ascii=False))
+        else:
+            print_json([records[n] for n in order])
+        return
+    listed = [listed[n] for n in order]
     if as_csv:
         from tunebank.bank.formats.spreadsheet import csv_writer, safe_cell
 
@@ -128,6 +151,16 @@ def show_rows(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, limit: i
                              for value, cell in zip(row, text, strict=True)])
         return
     print_table(headers, listed)
+
+
+def refuse_two_forms(as_json: bool, as_csv: bool) -> None:
+    """``--json`` and ``--csv`` together: a usage error, before anything is read.
+
+    Raises:
+        typer.Exit: both were given (the error is printed).
+    """
+    if as_json and as_csv:
+        raise fail("--json and --csv: give one (JSON for scripts, CSV for a spreadsheet)", code=2)
 
 
 def _sort_key(value: Any) -> tuple[int, Any]:

@@ -22,6 +22,7 @@ from tunebank.cli.common import (
     open_bank,
     print_json,
     print_table,
+    refuse_two_forms,
     say,
     short_time,
     show_rows,
@@ -46,18 +47,17 @@ def tasks(db: DbOption = None, soc_version: SocOption = None, as_json: JsonOptio
     recorded them (--sort started: by the time each started)."""
     from tunebank.bank import task_json
 
+    refuse_two_forms(as_json, as_csv)
     with open_bank(db) as bank:
         check_socs(bank, [soc_version])
         found = [t for t in bank.tasks() if soc_version in (None, t.soc_version)]
-    if as_json:
-        print_json([task_json(t) for t in found])
-        return
     show_rows(
         ["task", "soc_version", "tuning_name", "model", "mode", "status", "started",
          "add", "hit", "update", "reserved", "unsat", "total"],
         [[t.task_id, t.soc_version, t.tuning_name, t.model_name, t.search_mode, t.status,
           short_time(t.started_at), t.add_num, t.hit_num, t.update_num, t.reserved_num,
-          t.unsatisfied_num, t.total_num] for t in found], limit=limit, sort=sort, as_csv=as_csv, raw=raw)
+          t.unsatisfied_num, t.total_num] for t in found], limit=limit, sort=sort, as_csv=as_csv,
+        raw=raw, as_json=as_json, records=[task_json(t) for t in found])
 
 
 @user_errors
@@ -106,6 +106,7 @@ def query(
     from tunebank.bank.events import format_time, parse_time
     from tunebank.bank.where import all_hold, parse_conditions
 
+    refuse_two_forms(as_json, as_csv)
     conditions = parse_conditions(where)
 
     until_time = None
@@ -120,15 +121,13 @@ def query(
         check_socs(bank, [soc_version])
         found = bank.policies(chosen, at_seq=at_seq, as_of=until_time)
     found = [p for p in found if all_hold(conditions, p.info_dict, p.knowledge)]
-    if as_json:
-        print_json([policy_json(p) for p in found])
-        return
     show_rows(
         ["soc_version", "repo_key", "op_type", *_columns(conditions), "best_us", "mode", "backend",
          "task", "seq", "origin"],
         [[p.soc_version, p.repo_key, p.op_type, *_values(conditions, p.info_dict, p.knowledge),
           p.best_us, p.tune_mode, p.backend, p.task_id, p.seq, p.origin] for p in found],
-        limit=limit, sort=sort, as_csv=as_csv, raw=raw)
+        limit=limit, sort=sort, as_csv=as_csv, raw=raw, as_json=as_json,
+        records=[policy_json(p) for p in found])
 
 
 def _columns(conditions: list[Condition]) -> list[str]:
@@ -162,6 +161,7 @@ def history(
     source (the AOE bank tree, file and line an imported entry came from)."""
     from tunebank.bank.where import parse_conditions
 
+    refuse_two_forms(as_json, as_csv)
     conditions = parse_conditions(where)
     if not (repo_key or op_name or op_type):
         raise fail("history: give --repo-key, --op-name or --op-type", code=2)
@@ -172,13 +172,12 @@ def history(
         models = {t.task_id: t.model_name for t in bank.tasks()}
     if conditions:  # a hit carries the info_dict only: a knowledge condition is the entry's
         found = _matching(found, conditions)
-    if as_json:
-        print_json([{**s.as_dict(), "model_name": models.get(s.event.task_id)} for s in found])
-        return
     show_rows(
         ["seq", "time", "kind", "repo_key", "op_name", "task", "model", "before_us", "after_us",
          "origin", "borrowed from", "source"],
-        [_history_row(s, models) for s in found], limit=limit, sort=sort, as_csv=as_csv, raw=raw)
+        [_history_row(s, models) for s in found], limit=limit, sort=sort, as_csv=as_csv, raw=raw,
+        as_json=as_json,
+        records=[{**s.as_dict(), "model_name": models.get(s.event.task_id)} for s in found])
 
 
 def _matching(found: list[StoredEvent], conditions: list[Condition]) -> list[StoredEvent]:
@@ -230,24 +229,28 @@ def events(
     as_csv: CsvOption = False,
     raw: RawOption = False,
 ) -> None:
-    """Print the raw log, oldest first (--json: one event per line, streamed)."""
+    """Print the raw log, oldest first (--json: one event per line, streamed unless sorted)."""
+    refuse_two_forms(as_json, as_csv)
     with open_bank(db) as bank:
         _print_events(bank, since, as_json, limit, sort, as_csv, raw)
 
 
 def _print_events(bank: Bank, since: int, as_json: bool, limit: int | None, sort: str | None,
                   as_csv: bool, raw: bool) -> None:
-    if as_json:
+    headers = ["seq", "time", "kind", "soc_version", "task", "repo_key", "op_name", "hash"]
+    if as_json and sort is None:  # the log in its own order: streamed, a line at a time
         for n, stored in enumerate(bank.events(since)):
             if limit is not None and n >= limit:
                 break
             say(json.dumps(stored.as_dict(), ensure_ascii=False))
         return
+    found = list(bank.events(since))
     show_rows(
-        ["seq", "time", "kind", "soc_version", "task", "repo_key", "op_name", "hash"],
+        headers,
         [[s.seq, short_time(s.event.recorded_at), s.event.kind, s.event.soc_version,
-          s.event.task_id, s.event.repo_key, s.event.op_name, s.hash[:12]]
-         for s in bank.events(since)], limit=limit, sort=sort, as_csv=as_csv, raw=raw)
+          s.event.task_id, s.event.repo_key, s.event.op_name, s.hash[:12]] for s in found],
+        limit=limit, sort=sort, as_csv=as_csv, raw=raw, as_json=as_json,
+        records=[s.as_dict() for s in found] if as_json else (), json_lines=True)
 
 
 @user_errors

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -13,7 +12,7 @@ from typer.core import TyperGroup
 
 from tunebank.bank.names import one_line
 from tunebank.cli import audit_cmds, diff_cmds, exchange_cmds, inspect_cmds, tune_cmds
-from tunebank.cli.common import say
+from tunebank.cli.common import closed_pipe, say
 
 
 class BankGroup(TyperGroup):
@@ -113,6 +112,5 @@ def run() -> None:
         # `bank NAME ...` runs an app of that one command: Typer builds every command's options
         # before it runs one, which was a third of a quick command's start-up
         (make_app([name]) if name in COMMANDS else app)()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(141)
+    except BrokenPipeError:  # raised outside a command: flushing stdout as the app returned
+        closed_pipe()
