@@ -327,3 +327,26 @@ def test_a_failed_search_anywhere_in_a_batch_raises_its_own_error() -> None:
     with pytest.raises(MeasurementFailed) as raised:
         raise_failed([(Done(), "result"), (Done(lost), (type(lost), lost, None)), (Done(), "result")])
     assert raised.value is lost
+
+
+def test_workers_stay_quiet_when_another_cluster_holds_8787(tmp_path: Path) -> None:
+    """Issue 31: `--workers 2 -q` printed distributed's four-line warning `Port 8787 is already
+    in use` when another cluster ran on the machine."""
+    import socket
+
+    held = socket.socket()
+    try:
+        held.bind(("", 8787))  # as another cluster's dashboard holds it
+        held.listen()
+    except OSError:
+        pass  # something on this machine holds it already: the same case
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", "from tunebank.cli.main import run; run()", "tune",
+             str(MODELS / "squeezenet.onnx"), "--soc-version", "Ascend310", "--db", "b.db",
+             "--workers", "2", "--budget", "8", "-q"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    finally:
+        held.close()
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""

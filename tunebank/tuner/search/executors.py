@@ -93,10 +93,14 @@ class OnDask:
             if scheduler is not None:
                 self.client: Any = Client(scheduler, timeout=f"{CONNECT_TIMEOUT_S}s")
             else:
-                self._cluster = LocalCluster(n_workers=workers, threads_per_worker=1,
-                                             processes=True, dashboard_address=None,
-                                             silence_logs=50)  # CRITICAL: a failed search is
-                # the one line the tune prints, not the worker's "Compute Failed" log and traceback
+                self._cluster = LocalCluster(
+                    n_workers=workers, threads_per_worker=1, processes=True,
+                    # no dashboard, and the scheduler's own HTTP server (health checks) on a
+                    # free port: on 8787, taken by any other cluster on the machine, distributed
+                    # warned in four lines through a quiet tune
+                    dashboard_address=None, scheduler_kwargs={"dashboard_address": ":0"},
+                    silence_logs=50)  # CRITICAL: a failed search is the one line the tune
+                # prints, not the worker's "Compute Failed" log and traceback
                 self.client = Client(self._cluster)
         except (OSError, TimeoutError, RuntimeError) as exc:
             self.close()
