@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,8 @@ def test_tune_prints_progress_and_closing_lines(tmp_path: Path, monkeypatch: pyt
                                  "--budget", "64", "--mode", "ga"])
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()  # not a terminal: a first line, then one per quarter
-    assert lines[0] == "0 key(s) known or already recorded; searching 26" and len(lines) == 5
+    assert lines[0] == "vgg19 on Ascend310: 0 key(s) known or already recorded; searching 26"
+    assert len(lines) == 5
     spent = int(next(line for line in result.stdout.splitlines()
                      if line.startswith("measurements: ")).split()[1])
     assert lines[-1].startswith(f"[{'#' * 30}] 26/26 keys, {spent:,} measurements, best gain ")
@@ -60,23 +62,27 @@ def test_tune_prints_progress_and_closing_lines(tmp_path: Path, monkeypatch: pyt
         assert "Performance improved by 0.00%" in quiet.stdout
 
 
-def test_on_a_terminal_the_bar_is_redrawn_in_place() -> None:
+def test_on_a_terminal_the_bar_fits_the_width_and_shows_the_facts() -> None:
+    """rich draws the bar (tests/cli/test_progress_terminal.py counts the rows it leaves in a
+    real terminal); here, what one finished bar says, 100 columns wide."""
     import io
 
     from tunebank.bank import EventKind, Outcome
     from tunebank.cli.progress import TuneProgress
 
     out = io.StringIO()
-    progress = TuneProgress(out, interactive=True)
+    progress = TuneProgress(out, interactive=True, width=100)
+    progress.task_begins("m\x1b[2J on A, task 2/3")  # a name with a terminal's command in it
     progress.start(4, 1)
     for n in range(4):
         progress.key_done(n + 1, 4, None, Outcome(  # type: ignore[arg-type]
             EventKind.ADD, str(n), performance_before_us=10.0, performance_after_us=10.0 - n,
             extra={"measurements": 8}))
     text = out.getvalue()
-    assert text.count("\n") == 2  # the first line, and the bar's when it is full
-    assert text.count("\r") == 5  # drawn at the start and after each key
-    assert text.rstrip("\n").endswith("] 4/4 keys, 32 measurements, best gain 30.0%\x1b[K")
+    assert text.startswith("m\\x1b[2J on A, task 2/3: 1 key(s) known or already recorded; searching 4\n")
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    last = [line for line in re.split(r"[\r\n]", plain) if line.strip()][-1]
+    assert "4/4 keys" in last and "32 measurements, best gain 30.0%" in last and len(last) <= 100
 
 
 @pytest.mark.parametrize(

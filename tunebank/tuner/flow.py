@@ -55,6 +55,9 @@ from tunebank.tuner.settings import RESUMED, recorded
 class Reporter:
     """Progress hooks; the default reports nothing."""
 
+    def task_begins(self, label: str) -> None:
+        """A task begins: ``label`` names its model and chip (and its place in a campaign)."""
+
     def start(self, keys: int, skipped: int) -> None:
         """The run is about to search ``keys`` keys (``skipped`` were known or recorded)."""
 
@@ -279,10 +282,13 @@ def reuse_known(run: TaskRun) -> tuple[list[KeyGroup], dict[str, Policy]]:
 
 
 def tune_keys(run: TaskRun, loaded: dict[str, dict[str, Any]], reporter: Reporter,
-              executor: Executor | None = None) -> None:
+              executor: Executor | None = None, place: tuple[int, int] | None = None) -> None:
     """Record the task's known keys, then search the others: one by one in this process, or
     as jobs an ``executor`` runs (a Dask cluster), recorded in batches as they complete. Each
-    search depends on its job alone, so both ways record the same outcomes."""
+    search depends on its job alone, so both ways record the same outcomes. ``place``: the
+    task's number in a campaign and the campaign's tasks, for the progress."""
+    where = f", task {place[0]}/{place[1]}" if place is not None else ""
+    reporter.task_begins(f"{run.options.model.stem} on {run.options.soc_version}{where}")
     todo, known = reuse_known(run)
     if run.options.transfer and todo and run.options.job_type == "opat":
         run.donors = Donors.load(run.bank, {g.op_type for g in todo}, run.backend.name,
@@ -304,10 +310,15 @@ def _tune_on(executor: Executor, run: TaskRun, todo: list[KeyGroup], known: dict
     done = 0
     for batch in executor.run(jobs):
         outcomes: list[Outcome] = []
+        finals: list[tuple[int, KeyGroup, Outcome]] = []
         for index, found in sorted(batch, key=lambda item: item[0]):
             group = todo[index]
-            outcomes += outcomes_of(run, group, known.get(group.repo_key), found)
+            made = outcomes_of(run, group, known.get(group.repo_key), found)
+            outcomes += made
+            finals.append((index + 1, group, made[-1]))
         record(run, outcomes)
+        for index, group, final in finals:  # the same facts as a search run here
+            reporter.key_done(index, len(jobs), group, final)
         done += len(batch)
         reporter.searched(done, len(jobs), executor.busy())
 

@@ -135,7 +135,7 @@ def run_campaign(bank_opener: Callable[[], Bank], options: TuneOptions,
             task_options.work_dir.mkdir(parents=True, exist_ok=True)
             run = open_task(bank, task_options, plan, cost, backend, model.name, model.sha256,
                             selection, resume=found)
-            tune_keys(run, {}, reporter, executor)
+            tune_keys(run, {}, reporter, executor, (place + 1, len(tasks)))
             done.reports.append(finish(run))
     return done
 
