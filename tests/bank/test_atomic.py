@@ -36,3 +36,14 @@ def test_an_error_while_writing_leaves_the_old_file_and_no_temporary(tmp_path: P
         raise RuntimeError("killed")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_an_exclusive_write_never_replaces_a_file(tmp_path: Path) -> None:
+    import json
+
+    target = tmp_path / "t.json"
+    write_json_atomic(target, {"a": 1}, exclusive=True)
+    with pytest.raises(FileExistsError):
+        write_json_atomic(target, {"a": 2}, exclusive=True)
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["t.json"]  # no temporary file left

@@ -176,3 +176,34 @@ def test_an_option_out_of_bounds_is_refused_before_the_bank_is_touched(
     (line,) = result.stderr.strip().splitlines()
     assert message in line, line
     assert not db.exists()
+
+
+def test_a_second_tune_in_one_folder_keeps_the_first_tuning_result(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31: two tunes started in one folder overwrote one tuning_result.json without a
+    word; their AOE result files were distinct."""
+    monkeypatch.chdir(tmp_path)
+    args = ["tune", MODEL, "--soc-version", "Ascend310", "--db", "b.db", "--budget", "8", "--json"]
+    first = json.loads(runner.invoke(app, args).stdout)
+    kept = (tmp_path / "tuning_result.json").read_bytes()
+    assert Path(first["tuning_result_file"]) == tmp_path / "tuning_result.json"
+    again = runner.invoke(app, [*args[:-1], "--retune", "--json"])
+    second = json.loads(again.stdout)
+    own = Path(second["tuning_result_file"])
+    assert own != tmp_path / "tuning_result.json" and own.parent == tmp_path and own.is_file()
+    assert own.name.startswith("tuning_result_") and json.loads(own.read_text())["op_tuning"]
+    assert (tmp_path / "tuning_result.json").read_bytes() == kept
+    assert any("tuning_result.json was there already" in n for n in second["notices"])
+
+
+def test_with_output_the_tuning_result_lies_beside_the_model(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As AOE: with --output, tuning_result.json is written with the tuned model, in OUTPUT."""
+    monkeypatch.chdir(tmp_path)
+    done = runner.invoke(app, ["tune", MODEL, "--soc-version", "Ascend310", "--db", "b.db",
+                               "--budget", "8", "--output", "out", "--json"])
+    report = json.loads(done.stdout)
+    tuning = Path(report["tuning_result_file"])
+    assert tuning.parent == Path(report["output_model"]).parent and tuning.is_file()
+    assert Path("out") in tuning.parents  # --output as given
+    assert not (tmp_path / "tuning_result.json").exists()

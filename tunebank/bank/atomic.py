@@ -18,8 +18,10 @@ from tunebank.bank.errors import WriteError
 
 
 @contextmanager
-def atomic_file(path: Path, *, binary: bool = False) -> Iterator[IO[Any]]:
-    """A handle on a temporary file that replaces ``path`` when the block ends without error.
+def atomic_file(path: Path, *, binary: bool = False, exclusive: bool = False) -> Iterator[IO[Any]]:
+    """A handle on a temporary file that replaces ``path`` when the block ends without error
+    (with ``exclusive``, that becomes ``path`` only if there is no such file yet: linked into
+    place, which no other writer can race).
 
     The data is fsynced before the rename and the folder after it, so the new name survives a
     crash. The file gets the permissions a plain ``open`` would give it (the old file's, if
@@ -27,6 +29,7 @@ def atomic_file(path: Path, *, binary: bool = False) -> Iterator[IO[Any]]:
 
     Raises:
         WriteError: the file system refused (a full disk, a folder that cannot be written).
+        FileExistsError: ``exclusive``, and ``path`` exists; nothing was written.
     """
     made: list[Path] = []
     try:
@@ -42,10 +45,16 @@ def atomic_file(path: Path, *, binary: bool = False) -> Iterator[IO[Any]]:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, _mode_for(path))
-        os.replace(tmp, path)
+        if exclusive:
+            os.link(tmp, path)  # FileExistsError if another file holds the name
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         _remove_folders(made)
+        if isinstance(exc, FileExistsError):
+            raise
         if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):  # a full disk
             raise WriteError(f"{path}: cannot be written ({exc.strerror or exc}); it was left "
                              "as it was") from None
@@ -53,9 +62,9 @@ def atomic_file(path: Path, *, binary: bool = False) -> Iterator[IO[Any]]:
     _fsync_folder(path.parent)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` (UTF-8) atomically."""
-    with atomic_file(path) as handle:
+def write_text_atomic(path: Path, text: str, *, exclusive: bool = False) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) atomically (see :func:`atomic_file`)."""
+    with atomic_file(path, exclusive=exclusive) as handle:
         handle.write(text)
 
 
@@ -100,13 +109,15 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         handle.write(data)
 
 
-def write_json_atomic(path: Path, value: Any, *, pretty: bool = True) -> None:
-    """Replace ``path`` with ``value`` as JSON atomically.
+def write_json_atomic(path: Path, value: Any, *, pretty: bool = True,
+                      exclusive: bool = False) -> None:
+    """Replace ``path`` with ``value`` as JSON atomically (see :func:`atomic_file`).
 
     ``pretty=False`` writes it compact, which the C encoder does many times faster: for files
     rewritten after every operator of a large model.
     """
-    write_text_atomic(path, json.dumps(value, indent=2 if pretty else None, ensure_ascii=False) + "\n")
+    write_text_atomic(path, json.dumps(value, indent=2 if pretty else None, ensure_ascii=False) + "\n",
+                      exclusive=exclusive)
 
 
 def _make_folders(path: Path, made: list[Path]) -> None:

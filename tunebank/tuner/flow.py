@@ -402,13 +402,15 @@ def finish(run: TaskRun) -> TuneReport:
     _write_result_file(run, status, elapsed)
     tuning_file, output_model = None, None
     if run.options.job_type == "opat":  # tuning_result.json and the model hold operator policies
-        tuning_file = run.result_file.parent / "tuning_result.json"
         asked = [(g.repo_key, g.info) for g in run.plan.groups]
         policies = run.bank.lookup(run.options.soc_version, asked)
         knowledge = {key: p.knowledge for key, p in policies.items()}
         names = {g.repo_key: g.op_names for g in run.plan.groups}
-        write_json_atomic(tuning_file, tuning_result(knowledge, names))
         output_model = _write_output(run, knowledge, names)
+        if output_model is not None:  # as AOE: tuning_result.json with the model, in --output
+            tuning_file = output_model.parent / "tuning_result.json"
+        else:
+            tuning_file = _write_tuning_result(run, tuning_result(knowledge, names))
     return TuneReport(
         task_id=run.task_id, tuning_name=run.tuning_name, soc_version=run.options.soc_version,
         status=status, repo_summary=run.bank.task(run.task_id).repo_summary(), measurements=run.measurements,
@@ -416,6 +418,22 @@ def finish(run: TaskRun) -> TuneReport:
         result_file=run.result_file, tuning_result_file=tuning_file, output_model=output_model,
         failed_operators=failed, not_tunable=dict(Counter(op.op_type for op in run.plan.not_tunable)),
         resumed=run.options.reload, job_type=run.options.job_type, notices=run.notices)
+
+
+def _write_tuning_result(run: TaskRun, content: dict[str, Any]) -> Path:
+    """tuning_result.json beside the result file, unless one is there already (another tune's,
+    in the same folder): then this tune's takes the result file's stamp, and a notice says so.
+    Never an overwrite, even of a file another tune writes at the same moment."""
+    target = run.result_file.parent / "tuning_result.json"
+    try:
+        write_json_atomic(target, content, exclusive=True)
+        return target
+    except FileExistsError:
+        own = target.with_name(f"tuning_result_{run.stamp}_{os.getpid()}.json")
+        write_json_atomic(own, content)
+        run.notices.append(f"{target.name} was there already (another tune's, left as it was); "
+                           f"this tune's is {own.name}")
+        return own
 
 
 def _write_output(run: TaskRun, knowledge: dict[str, dict[str, Any]],
