@@ -147,3 +147,23 @@ def test_a_team_bank_on_postgresql(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert ok("verify", "--db", postgres_url).startswith("OK")
     assert ok("rebuild", "--db", postgres_url)
     assert ok("verify", "--db", postgres_url).startswith("OK")
+
+
+def test_merging_the_same_banks_again_reports_nothing_new(tmp_path: Path) -> None:
+    """Issue 31: a second `bank merge s1.db s2.db --db m.db` added nothing, yet reported the
+    ties and conflicts of the first run again."""
+    model = str(Path(__file__).resolve().parents[2] / "fixtures" / "models" / "squeezenet.onnx")
+    for seed in ("1", "2"):
+        tuned = runner.invoke(app, ["tune", model, "--soc-version", "Ascend310", "--db",
+                                    str(tmp_path / f"s{seed}.db"), "--seed", seed, "--budget", "16",
+                                    "-q"], env={"ASCEND_WORK_PATH": str(tmp_path)})
+        assert tuned.exit_code == 0, tuned.output
+    args = ["merge", str(tmp_path / "s1.db"), str(tmp_path / "s2.db"), "--db",
+            str(tmp_path / "m.db"), "--json"]
+    first = json.loads(runner.invoke(app, args).stdout)
+    assert first[1]["policies_tied"] + first[1]["policies_faster"] > 0 and first[1]["conflicts"]
+    again = json.loads(runner.invoke(app, args).stdout)
+    for report in again:
+        assert report["events_added"] == 0 and report["events_already_present"] > 0
+        assert report["policies_changed"] == report["policies_tied"] == 0
+        assert report["conflicts"] == []

@@ -49,7 +49,12 @@ def diff(
     """Compare two banks or AOE bank trees (A B: keys only in one, keys whose policy or time
     differs, and who recorded each; two releases' trees: the entries added, changed and gone)
     or two versions of a model (--model twice: keys kept, gone and new, and what
-    the bank knows of the new ones)."""
+    the bank knows of the new ones).
+
+    Of two banks: "only in A" and "only in B" are keys one side holds and the other does not;
+    "differ" are keys both hold with another policy ("what" is policy: other knowledge) or the
+    same policy at another time ("what" is time); "faster" names the side whose time is lower
+    (equal: the same). Nothing is written: it is what a merge would weigh, key by key."""
     from tunebank.bank.errors import BankError
 
     banks, models = banks or [], model or []

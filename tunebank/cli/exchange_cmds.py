@@ -237,7 +237,16 @@ def merge(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Merge other banks into this one: the union of their events, the best policy per key wins."""
+    """Merge other banks into this one: the union of their events, the best policy per key wins.
+
+    The table says what this run changed, per source: events_added (new to this bank),
+    already_present (held already: merging the same banks again adds nothing and reports
+    nothing more), new_keys (keys this bank did not hold), faster (the source's policy is
+    strictly faster and now holds), newer (both held the key without a measured time, as AOE's
+    own entries, with other knowledge: the entry recorded later holds), ties (both held
+    different records of the same time: the smaller event id holds, no key gets faster or
+    slower). A conflict is a key both banks held with different knowledge, listed with the rule
+    that decided it (faster, newer, tie), the winner and the loser."""
     from tunebank.bank import Bank
     from tunebank.bank.errors import BankError
     from tunebank.bank.exchange.merge import merge_into

@@ -68,7 +68,9 @@ def rule_of(winner: Policy, loser: Policy) -> str:
 
 @dataclass
 class MergeReport:
-    """What merging one source did, key by key: ``new_keys`` the target did not hold,
+    """What merging one source did in this run, key by key (a source policy whose event the
+    target already held, from an earlier merge, is not counted again): ``new_keys`` the target
+    did not hold,
     ``faster`` ones whose source policy was strictly faster, ``newer`` ones both held without a
     time (AOE's own entries) with other knowledge, where the source's entry was recorded later
     and so holds now (``untimed_switched`` counts every key without a time whose record the
@@ -132,6 +134,10 @@ def merge_into(target: Bank, source: Bank) -> MergeReport:
     """
     before = reads.policy_refs(target.store)
     theirs = reads.policy_refs(source.store)
+    # only what this run brings: a source policy whose event the target holds already (an
+    # earlier merge of the same banks) was weighed then, and is no tie or conflict of this run
+    known = reads.present_ids(target.store, [event_id for event_id, _ in theirs.values()])
+    theirs = {key: ref for key, ref in theirs.items() if ref[0] not in known}
     result = target.append_stream(source.event_rows)  # ids and links made again here
     after = reads.policy_refs(target.store)
     report = MergeReport(source=source.location.shown,

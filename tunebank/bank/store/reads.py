@@ -81,6 +81,16 @@ def events(store: EventStore, where: EventFilter | None = None) -> Iterator[Stor
         yield values_to_event(row)
 
 
+def present_ids(store: EventStore, event_ids: Sequence[str]) -> set[str]:
+    """The ids among ``event_ids`` the log holds (nothing decoded)."""
+    found: set[str] = set()
+    with store.transaction() as db:
+        for part in chunks(sorted(set(event_ids)), sql.CHUNK):
+            statement = f"SELECT event_id FROM events WHERE event_id IN ({sql.marks(len(part))})"
+            found.update(str(row[0]) for row in db.rows(statement, part))
+    return found
+
+
 def events_by_id(store: EventStore, event_ids: Sequence[str]) -> list[StoredEvent]:
     """The stored events with these ids, in seq order."""
     found: list[StoredEvent] = []
