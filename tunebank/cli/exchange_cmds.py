@@ -35,6 +35,7 @@ class ExportFormat(StrEnum):
 @user_errors
 def import_(
     paths: Annotated[list[Path], typer.Argument(
+        metavar="PATH...",
         exists=True, help="AOE result files, AOE bank trees (folders of *_runtime_kb.json files) or "
                           "single bank files, or tunebank events files.")],
     soc_version: Annotated[str | None, typer.Option(
@@ -233,7 +234,8 @@ def _export_tuning_result(bank: Any, out: Path | None, model: Path | None, soc_v
 
 @user_errors
 def merge(
-    sources: Annotated[list[str], typer.Argument(help="Bank files or database URLs to merge in.")],
+    sources: Annotated[list[str], typer.Argument(
+        metavar="SOURCE...", help="Bank files or database URLs to merge in.")],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:

@@ -62,7 +62,7 @@ def tasks(db: DbOption = None, soc_version: SocOption = None, as_json: JsonOptio
 
 @user_errors
 def summary(
-    task: Annotated[str, typer.Argument(help="Task id, or a unique prefix of one.")],
+    task: Annotated[str, typer.Argument(metavar="TASK", help="Task id, or a unique prefix of one.")],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:

@@ -268,7 +268,8 @@ def _closing_lines(report: TuneReport) -> None:
 
 @user_errors
 def plan(
-    model: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="The ONNX model.")],
+    model: Annotated[Path, typer.Argument(exists=True, dir_okay=False, metavar="MODEL",
+                                          help="The ONNX model.")],
     soc_version: Annotated[str, typer.Option("--soc-version", help="Chip to check against.")],
     input_shape: Annotated[str | None, typer.Option(
         "--input-shape", help='Fix input shapes: "name:1,3,224,224;other:8,128".')] = None,
