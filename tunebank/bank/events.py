@@ -277,7 +277,7 @@ def check_row(row: EventRow) -> None:
     if not (row[SOC_VERSION] and row[TASK_ID] and row[RECORDED_AT] and row[ORIGIN]) or \
             (kind in _OUTCOME_NAMES and not row[REPO_KEY]):
         raise EventValidationError(f"{kind} event: a required field is empty")
-    payload = row[PAYLOAD]  # _object_text, inlined: this runs for every row a pass reads
+    payload = row[PAYLOAD]  # shaped as an object; decoded only when a fold reads it
     if not (isinstance(payload, str) and payload.startswith("{") and payload.endswith("}")):
         raise EventValidationError(f"{kind} event: payload must be a JSON object")
 
@@ -293,11 +293,6 @@ def row_payload(row: EventRow) -> dict[str, Any]:
     if row[KIND] in _POLICY_NAMES:
         _validate_outcome_payload(f"{row[KIND]} event", value, True)
     return value
-
-
-def _object_text(payload_json: object) -> bool:
-    """Whether stored payload text is shaped as a JSON object (decoded only when read)."""
-    return isinstance(payload_json, str) and payload_json.startswith("{") and payload_json.endswith("}")
 
 
 def json_string(value: str | None) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tunebank.bank.canonical import shown
 from tunebank.tuner.errors import TuneError
 
 MAX_BUDGET = 100_000
@@ -52,15 +53,15 @@ class Setting:
         if self.bounds is not None:
             low, high, unit = self.bounds
             if not low <= value <= high:
-                shown = f"{value:.4g}" if isinstance(value, float) else str(value)[:40]
-                raise TuneError(f"{label}: {shown} is out of bounds: must be between {_bound(low)} "
+                text = f"{value:.4g}" if isinstance(value, float) else str(value)[:40]
+                raise TuneError(f"{label}: {text} is out of bounds: must be between {_bound(low)} "
                                 f"and {_bound(high)}{' ' + unit if unit else ''}")
         choices = _choices(self.name)
         if choices is not None and value not in choices:
             if self.name == "backend":
-                raise TuneError(f"{label}: no measurement backend {_shown(value)} is installed "
+                raise TuneError(f"{label}: no measurement backend {shown(value, 60)} is installed "
                                 f"(installed: {', '.join(choices)})")
-            raise TuneError(f"{label}: unknown mode {_shown(value)}; choose one of {', '.join(choices)}")
+            raise TuneError(f"{label}: unknown mode {shown(value, 60)}; choose one of {', '.join(choices)}")
 
 
 def _choices(name: str) -> list[str] | None:
@@ -132,8 +133,3 @@ def recorded(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def _bound(value: float) -> str:
     return f"{value:,}" if isinstance(value, int) else f"{value:g}"
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."

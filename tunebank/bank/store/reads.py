@@ -83,12 +83,8 @@ def events(store: EventStore, where: EventFilter | None = None) -> Iterator[Stor
 
 def present_ids(store: EventStore, event_ids: Sequence[str]) -> set[str]:
     """The ids among ``event_ids`` the log holds (nothing decoded)."""
-    found: set[str] = set()
     with store.transaction() as db:
-        for part in chunks(sorted(set(event_ids)), sql.CHUNK):
-            statement = f"SELECT event_id FROM events WHERE event_id IN ({sql.marks(len(part))})"
-            found.update(str(row[0]) for row in db.rows(statement, part))
-    return found
+        return writes.present_ids(db, event_ids)
 
 
 def events_by_id(store: EventStore, event_ids: Sequence[str]) -> list[StoredEvent]:
