@@ -1,5 +1,6 @@
 """The docs' examples run as they are written: the campaign file of docs/tuning.md (issue 31: its
-input name was not the bundled model's, so it did not run)."""
+input name was not the bundled model's, so it did not run) and the transcript of `bank diff` in
+docs/exchange.md."""
 
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.cli.test_diff import bank_with
+from tunebank.cli.main import app
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,3 +41,18 @@ def test_the_campaign_file_of_tuning_md_runs(tmp_path: Path) -> None:
     assert [(r["soc_version"], r["tuning_name"].rsplit("_", 1)[0]) for r in reports] == [
         ("Ascend310", "squeezenet"), ("Ascend310", "inception_v1"),
         ("Ascend910B2", "squeezenet"), ("Ascend910B2", "inception_v1")]
+
+
+def test_the_diff_transcript_of_exchange_md_is_what_the_command_prints(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    block = block_after(ROOT / "docs" / "exchange.md", "Either kind prints one table", "")
+    command, *printed = block.splitlines()
+    monkeypatch.chdir(tmp_path)  # the banks of tests/cli/test_diff.py's two_banks, named as shown
+    bank_with(tmp_path / "a.db", "alice", [("1", 50.0, None), ("2", 40.0, None), ("3", 30.0, None),
+                                           ("5", 25.0, None)])
+    bank_with(tmp_path / "b.db", "bob", [("2", 40.0, None), ("3", 20.0, {"baseM": 128}),
+                                         ("4", 10.0, None), ("5", 35.0, None)])
+    bank_with(tmp_path / "b.db", "bob-910", [("9", 5.0, None)], soc="Ascend910B2")
+    result = CliRunner().invoke(app, command.removeprefix("$ bank ").split())
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == printed

@@ -122,17 +122,7 @@ def show_rows(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, limit: i
     """
     refuse_two_forms(as_json, as_csv)
     listed = list(rows)
-    order = list(range(len(listed)))
-    if sort is not None:
-        name = sort.removeprefix("-")
-        if name not in headers:
-            raise fail(f"--sort: no column {name!r} (columns: {', '.join(headers)})", code=2)
-        column = list(headers).index(name)
-        present = [n for n in order if listed[n][column] is not None]
-        present.sort(key=lambda n: _sort_key(listed[n][column]), reverse=sort.startswith("-"))
-        order = present + [n for n in order if listed[n][column] is None]
-    if limit is not None:
-        order = order[:limit]
+    order = chosen_rows(headers, listed, sort=sort, limit=limit)
     if as_json:
         if json_lines:
             for n in order:  # as the streamed lines are printed (bank events --json)
@@ -151,6 +141,27 @@ def show_rows(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, limit: i
                              for value, cell in zip(row, text, strict=True)])
         return
     print_table(headers, listed)
+
+
+def chosen_rows(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, sort: str | None,
+                limit: int | None) -> list[int]:
+    """The positions of the rows to show, in order: sorted by the column ``sort`` names
+    (``-name`` descending, an empty cell last either way, ties in their first order), then the
+    first ``limit``.
+
+    Raises:
+        typer.Exit: ``sort`` names no column (the error is printed).
+    """
+    order = list(range(len(rows)))
+    if sort is not None:
+        name = sort.removeprefix("-")
+        if name not in headers:
+            raise fail(f"--sort: no column {name!r} (columns: {', '.join(headers)})", code=2)
+        column = list(headers).index(name)
+        present = [n for n in order if rows[n][column] is not None]
+        present.sort(key=lambda n: _sort_key(rows[n][column]), reverse=sort.startswith("-"))
+        order = present + [n for n in order if rows[n][column] is None]
+    return order if limit is None else order[:limit]
 
 
 def refuse_two_forms(as_json: bool, as_csv: bool) -> None:

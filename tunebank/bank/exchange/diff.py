@@ -57,35 +57,72 @@ class BankDiff:
 
     def total_line(self) -> str:
         """The one-line total."""
-        by_what = {what: sum(1 for c in self.changed if c.what == what) for what in ("policy", "time")}
-        faster = {side: sum(1 for c in self.changed if c.faster == side) for side in ("a", "b")}
-        return (f"A {self.a_keys} keys, B {self.b_keys}: {len(self.only_a)} only in A, "
-                f"{len(self.only_b)} only in B, {len(self.changed)} differ ({by_what['policy']} "
-                f"policy, {by_what['time']} time only; faster in A {faster['a']}, in B "
-                f"{faster['b']}), {self.same} the same")
+        n = self.counts()
+        return (f"A {n['a_keys']} keys, B {n['b_keys']}: {n['only_a']} only in A, {n['only_b']} "
+                f"only in B, {n['differ']} differ ({n['policy']} policy, {n['time']} time only; "
+                f"faster in A {n['faster_a']}, in B {n['faster_b']}), {n['same']} the same")
+
+    def entries(self) -> list[DiffEntry]:
+        """Every difference, one entry a key: the keys only in A, then only in B, then those
+        that differ, each part in the order the diff keeps (chip, operator type, key)."""
+        return ([DiffEntry("only_a", p, None) for p in self.only_a]
+                + [DiffEntry("only_b", None, p) for p in self.only_b]
+                + [DiffEntry("differ", c.a, c.b) for c in self.changed])
+
+    def counts(self) -> dict[str, int]:
+        """The numbers the total line gives, by name (the ``--json`` document's counts)."""
+        return {"a_keys": self.a_keys, "b_keys": self.b_keys, "only_a": len(self.only_a),
+                "only_b": len(self.only_b), "differ": len(self.changed),
+                "policy": sum(1 for c in self.changed if c.what == "policy"),
+                "time": sum(1 for c in self.changed if c.what == "time"),
+                "faster_a": sum(1 for c in self.changed if c.faster == "a"),
+                "faster_b": sum(1 for c in self.changed if c.faster == "b"), "same": self.same}
+
+
+@dataclass(frozen=True)
+class DiffEntry:
+    """One key's difference: ``change`` is ``only_a`` (``b`` is None), ``only_b`` (``a`` is
+    None) or ``differ`` (both)."""
+
+    change: str
+    a: Policy | None
+    b: Policy | None
+
+    @property
+    def either(self) -> Policy:
+        """The side that names the key (A's when both hold it)."""
+        found = self.a or self.b
+        assert found is not None
+        return found
+
+    @property
+    def what(self) -> str | None:
+        """For a key that differs, ``policy`` or ``time`` (see :class:`PolicyChange`)."""
+        return PolicyChange(self.a, self.b).what if self.a and self.b else None
+
+    @property
+    def faster(self) -> str | None:
+        """For a key that differs, ``a``, ``b`` or ``equal`` (see :class:`PolicyChange`)."""
+        return PolicyChange(self.a, self.b).faster if self.a and self.b else None
 
     def as_json(self, tasks: Mapping[str, Mapping[str, str | None]] | None = None) -> dict[str, Any]:
-        """The ``--json`` object; ``tasks`` names each side's tasks (``{"a": {task_id: name}}``)."""
+        """The entry's ``--json`` object; ``tasks`` names each side's tasks
+        (``{"a": {task_id: name}}``). A side that lacks the key is null."""
         names = tasks or {}
 
-        def entry(policy: Policy, side: str) -> dict[str, Any]:
+        def side(policy: Policy | None, which: str) -> dict[str, Any] | None:
+            if policy is None:
+                return None
             return {"best_us": _time(policy.best_us), "knowledge": policy.knowledge,
                     "tune_mode": policy.tune_mode, "origin": policy.origin,
-                    "task_id": policy.task_id, "tuning_name": names.get(side, {}).get(policy.task_id),
+                    "task_id": policy.task_id,
+                    "tuning_name": names.get(which, {}).get(policy.task_id),
                     "event_id": policy.event_id}
 
-        def key(policy: Policy) -> dict[str, Any]:
-            return {"soc_version": policy.soc_version, "repo_key": policy.repo_key,
-                    "op_type": policy.op_type, "info_digest": policy.info_digest}
-
-        return {
-            "a_keys": self.a_keys, "b_keys": self.b_keys, "same": self.same,
-            "only_a": [{**key(p), "a": entry(p, "a")} for p in self.only_a],
-            "only_b": [{**key(p), "b": entry(p, "b")} for p in self.only_b],
-            "differ": [{**key(c.a), "what": c.what, "faster": c.faster, "a": entry(c.a, "a"),
-                        "b": entry(c.b, "b")} for c in self.changed],
-            "total": self.total_line(),
-        }
+        key = self.either
+        return {"change": self.change, "soc_version": key.soc_version, "repo_key": key.repo_key,
+                "op_type": key.op_type, "info_digest": key.info_digest, "what": self.what,
+                "faster": self.faster, "a": side(self.a, "a"), "b": side(self.b, "b")}
 
 
 def diff_policies(a: Iterable[Policy], b: Iterable[Policy]) -> BankDiff:

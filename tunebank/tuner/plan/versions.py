@@ -58,20 +58,44 @@ class ModelDiff:
             line += f"; the bank knows {known} of the new keys"
         return line + f"; a tune of V2 searches {len(search)} keys ({ops} operators)"
 
-    def as_json(self) -> dict[str, Any]:
-        """The ``--json`` object."""
-        def group(g: KeyGroup) -> dict[str, Any]:
-            out: dict[str, Any] = {"repo_key": g.repo_key, "op_type": g.op_type, "op_names": g.op_names}
-            if self.bank_status is not None and g.repo_key in self.bank_status:
-                status = self.bank_status[g.repo_key]
-                out.update(bank=status.status, best_us=status.best_us)
-            return out
+    def entries(self) -> list[VersionEntry]:
+        """Every difference, one entry each: V2's new keys (with what the bank knows of each),
+        V1's gone keys, then each operator whose key changed."""
+        status = self.bank_status or {}
+        return ([VersionEntry("new", g.op_type, None, g.repo_key, g.op_names, status.get(g.repo_key))
+                 for g in self.new]
+                + [VersionEntry("gone", g.op_type, g.repo_key, None, g.op_names, None)
+                   for g in self.gone]
+                + [VersionEntry("changed_key", c.op_type, c.v1_key, c.v2_key, [c.op_name], None)
+                   for c in self.changed])
 
+    def counts(self) -> dict[str, int]:
+        """The numbers the total line gives, by name (the ``--json`` document's counts)."""
         return {"v1_keys": len(self.v1.groups), "v2_keys": len(self.v2.groups),
-                "kept": len(self.kept), "new": [group(g) for g in self.new],
-                "gone": [group(g) for g in self.gone],
-                "changed": [vars(c) for c in self.changed],
-                "to_search": len(self.to_search), "total": self.total_line()}
+                "kept": len(self.kept), "new": len(self.new), "gone": len(self.gone),
+                "changed_key": len(self.changed), "to_search": len(self.to_search)}
+
+
+@dataclass(frozen=True)
+class VersionEntry:
+    """One difference between two versions: a ``new`` key (``v1_key`` None), a ``gone`` one
+    (``v2_key`` None), or an operator whose key changed (``changed_key``, one op_name)."""
+
+    change: str
+    op_type: str
+    v1_key: str | None
+    v2_key: str | None
+    op_names: list[str]
+    coverage: KeyCoverage | None  # a new key's standing in the bank, when one was asked
+
+    def as_json(self) -> dict[str, Any]:
+        """The entry's ``--json`` object; ``bank`` and ``best_us`` only where a bank was asked."""
+        out: dict[str, Any] = {"change": self.change, "op_type": self.op_type,
+                               "v1_repo_key": self.v1_key, "v2_repo_key": self.v2_key,
+                               "op_names": self.op_names}
+        if self.coverage is not None:
+            out.update(bank=self.coverage.status, best_us=self.coverage.best_us)
+        return out
 
 
 def diff_models(v1: TunePlan, v2: TunePlan, bank: Bank | None = None,
