@@ -96,11 +96,13 @@ def write_to_bank(db: str | None, work: Callable[[Bank], R]) -> R:
     return written
 
 
-def check_socs(bank: Bank, names: Iterable[str | None], *, allow_unknown: bool = False) -> None:
-    """Refuse chip names no command should take (see :func:`tunebank.tuner.measure.socs.check_socs`)."""
+def check_socs(bank: Bank, names: Iterable[str | None], *, allow_unknown: bool = False,
+               hint: str = "") -> None:
+    """Refuse chip names no command should take (see :func:`tunebank.tuner.measure.socs.check_socs`);
+    ``hint`` names what the command offers for an unknown one, where it offers something."""
     from tunebank.tuner.measure.socs import check_socs as check
 
-    check({task.soc_version for task in bank.tasks()}, names, allow_unknown=allow_unknown)
+    check({task.soc_version for task in bank.tasks()}, names, allow_unknown=allow_unknown, hint=hint)
 
 
 def print_json(value: Any) -> None:

@@ -69,7 +69,8 @@ def import_(
     anchor = Anchor.parse(expect_head) if expect_head is not None else None
 
     def work(bank: Any) -> Any:
-        check_socs(bank, {e.soc_version for e in prepared.events}, allow_unknown=allow_unknown_soc)
+        check_socs(bank, {e.soc_version for e in prepared.events}, allow_unknown=allow_unknown_soc,
+                   hint="a chip the cost model does not know is imported with --allow-unknown-soc")
         return apply_import(bank, prepared), {t.soc_version for t in bank.tasks()}
 
     try:

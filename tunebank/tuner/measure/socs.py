@@ -102,12 +102,13 @@ def get_soc(soc_version: str) -> SocSpec:
 
 
 def check_soc_name(soc_version: str, in_bank: Iterable[str] = (), *,
-                   allow_unknown: bool = False, option: str = "--soc-version") -> str:
+                   allow_unknown: bool = False, option: str = "--soc-version", hint: str = "") -> str:
     """``soc_version`` if every command should accept it: a plain name (see
     :func:`bank.names.is_plain_name`), and a chip of :data:`SOCS`, one the bank
     already holds, or with ``allow_unknown`` any other name. A name that differs from one of
     those only in case is refused with the name meant, whatever ``allow_unknown`` says: AOE's
-    names are case-sensitive, and a bank must not hold one chip under two names.
+    names are case-sensitive, and a bank must not hold one chip under two names. ``hint``
+    closes the message for an unknown name: what the asking command offers for it, if anything.
 
     Raises:
         UnknownSocError: the name is not accepted; the message says what is.
@@ -123,13 +124,12 @@ def check_soc_name(soc_version: str, in_bank: Iterable[str] = (), *,
                               f"{meant[0]!r}? (chip names are case-sensitive)")
     if allow_unknown:
         return soc_version
-    raise UnknownSocError(
-        f"{option}: unknown soc_version {soc_version!r}; known: {', '.join(sorted(known))} (a chip "
-        "the cost model does not know can be imported with --allow-unknown-soc)")
+    raise UnknownSocError(f"{option}: unknown soc_version {soc_version!r}; known: "
+                          f"{', '.join(sorted(known))}" + (f" ({hint})" if hint else ""))
 
 
 def check_socs(in_bank: Iterable[str], names: Iterable[str | None], *,
-               allow_unknown: bool = False) -> None:
+               allow_unknown: bool = False, hint: str = "") -> None:
     """Refuse a chip name that no command should take: not one `bank socs` lists nor one of
     ``in_bank`` (the bank's chips) unless ``allow_unknown``, or one of those in the wrong case
     (see :func:`check_soc_name`). What an import checks before it writes.
@@ -139,4 +139,4 @@ def check_socs(in_bank: Iterable[str], names: Iterable[str | None], *,
     """
     held = set(in_bank)
     for name in sorted({name for name in names if name is not None}):
-        check_soc_name(name, held, allow_unknown=allow_unknown)
+        check_soc_name(name, held, allow_unknown=allow_unknown, hint=hint)
