@@ -1,11 +1,13 @@
 """The docs' examples run as they are written: the campaign file of docs/tuning.md (issue 31: its
-input name was not the bundled model's, so it did not run) and the transcript of `bank diff` in
-docs/exchange.md."""
+input name was not the bundled model's, so it did not run), the transcript of `bank diff` in
+docs/exchange.md, and every option the synopses name (tests/test_tour.py runs the README's
+tour)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -56,3 +58,42 @@ def test_the_diff_transcript_of_exchange_md_is_what_the_command_prints(
     result = CliRunner().invoke(app, command.removeprefix("$ bank ").split())
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == printed
+
+
+def synopses() -> list[tuple[str, str]]:
+    """Every `bank COMMAND ...` line of a code block in the README and docs/, with its indented
+    continuation lines joined on, and the file it is in."""
+    found = []
+    for document in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        blocks = document.read_text(encoding="utf-8").split("```")[1::2]
+        for block in blocks:
+            lines: list[str] = []
+            for line in block.splitlines():
+                if line.startswith((" ", "\t")) and lines:
+                    lines[-1] += " " + line.strip()
+                elif line.removeprefix("$ ").startswith("bank "):
+                    lines.append(line.removeprefix("$ "))
+            found += [(document.name, line) for line in lines]
+    return found
+
+
+def test_every_option_the_docs_name_is_an_option_of_that_command() -> None:
+    """A synopsis cannot run as written (it names placeholders), so its options are held to the
+    command's own: each `--option` is one, and each `--option a|b` choice is accepted."""
+    from typer.main import get_command
+
+    commands = get_command(app).commands  # type: ignore[attr-defined]
+    checked = 0
+    for document, line in synopses():
+        name = line.split()[1]
+        assert name in commands, f"{document}: `{line}` names no command {name!r}"
+        params = {opt: p for p in commands[name].params for opt in [*p.opts, *p.secondary_opts]}
+        for option in re.findall(r"(?<![\w-])--[a-z][a-z-]*", line):
+            assert option in params, f"{document}: `bank {name}` has no {option}"
+            checked += 1
+        for option, choices in re.findall(r"(--[a-z-]+) ([a-z0-9-]+(?:\|[a-z0-9-]+)+)\b", line):
+            param = params[option]  # a Choice, or a string checked in the command (AOE's 1|2)
+            allowed = getattr(param.type, "choices", None) or \
+                (param.metavar or "").strip("<>[]{}").split("|")
+            assert set(choices.split("|")) <= set(allowed), f"{document}: {option} {choices}"
+    assert checked > 100  # the README's tour and the docs' synopses were all found

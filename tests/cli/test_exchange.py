@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -64,8 +65,13 @@ def test_tuned_result_file_imports_with_the_model_to_the_same_keys(tmp_path: Pat
 def test_export_formats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     ok("tune", VGG, "--soc-version", "Ascend310", "--db", "a.db", "--budget", "32", "--json")
-    ok("export", "--format", "aoe-repo", "--out", "tree", "--db", "a.db")
+    said = ok("export", "--format", "aoe-repo", "--out", "tree", "--db", "a.db")
     assert list((tmp_path / "tree" / "Ascend310" / "unified_bank").glob("Ascend310_2_AiCore_*"))
+    # the files it names add up to the files on disk (it named the bank files alone, one short)
+    bank_files, times_files = (int(n) for n in re.findall(r"(\d+) (?:bank file|tunebank_)", said))
+    written = [p.name for p in (tmp_path / "tree").rglob("*") if p.is_file()]
+    assert (bank_files, times_files) == (len(written) - 1, 1)
+    assert written.count("tunebank_times.json") == 1
     ok("export", "--format", "jsonl", "--out", "events.jsonl", "--db", "a.db")
     ok("import", "events.jsonl", "--db", "c.db")
     ok("import", "tree", "--db", "d.db")

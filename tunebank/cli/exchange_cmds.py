@@ -207,6 +207,7 @@ def _write_json(out: Path | None, value: Any) -> None:
 
 def _export_repo(bank: Any, out: Path | None, core_num: int | None, merge: bool) -> None:
     from tunebank.bank.exchange.exports import export_tree
+    from tunebank.bank.formats.aoe_repo import TIMES_FILE
     from tunebank.tuner.measure.socs import SOCS
 
     if out is None:
@@ -214,7 +215,10 @@ def _export_repo(bank: Any, out: Path | None, core_num: int | None, merge: bool)
     done = export_tree(bank, out, {soc: spec.ai_cores for soc, spec in SOCS.items()}, core_num,
                        merge=merge)
     line = (f"{done.written.entries} entries of {len(done.socs)} chip(s) in "
-            f"{len(done.written.files)} file(s) under {out}")
+            f"{len(done.written.files)} bank file(s) under {out}")
+    if done.written.times_files:  # written too, so the count a user checks on disk adds up
+        line += (f", and {len(done.written.times_files)} {TIMES_FILE} beside them (the repo keys "
+                 "and times AOE's files cannot hold)")
     if done.written.kept:
         line += f"; {done.written.kept} entries the files held and the bank lacks kept (--merge)"
     say(line)

@@ -254,11 +254,14 @@ def out_entry(soc_version: str, repo_key: str, op_type: str | None, payload: Map
 
 @dataclass(frozen=True)
 class TreeWrite:
-    """What writing a tree did: the files written and how many entries went in."""
+    """What writing a tree did: the bank files written, how many entries went in, and the
+    tunebank times files written beside them (one per ``unified_bank`` folder that got an
+    entry)."""
 
     files: list[Path]
     entries: int
     kept: int = 0  # entries of files already there that the bank lacked, kept (--merge)
+    times_files: list[Path] = field(default_factory=list)
 
 
 def _existing(out: Path, scopes: Iterable[KbFile]) -> dict[KbFile, list[KbEntry]]:
@@ -323,7 +326,8 @@ def write_tree(out: Path, entries: Iterable[OutEntry], *, merge: bool = False,
             {"format": "tunebank-times", "version": 1, "entries": {**old[folder], **table}},
             indent=2, ensure_ascii=False) + "\n"
     write_texts_atomic(files)  # every file or none: a full disk leaves no half-written tree
-    return TreeWrite(sorted(written), sum(len(v) for v in by_file.values()), kept)
+    return TreeWrite(written, sum(len(v) for v in by_file.values()), kept,
+                     sorted(folder / TIMES_FILE for folder in times))
 
 
 def bank_file(out: Path, scope: KbFile) -> Path:
