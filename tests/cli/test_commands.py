@@ -198,6 +198,36 @@ def test_shell_completion_is_shown_and_installed(tmp_path: Path, monkeypatch: py
     assert "bank" in (tmp_path / ".bashrc").read_text(encoding="utf-8")
 
 
+def completed(line: str, env: dict[str, str] | None = None) -> list[str]:
+    """What bash's Tab offers at the end of ``line`` (a trailing space: a new word)."""
+    words = line.split()
+    result = runner.invoke(app, [], prog_name="bank", env={
+        "_BANK_COMPLETE": "complete_bash", "COMP_WORDS": line,
+        "COMP_CWORD": str(len(words) if line.endswith(" ") else len(words) - 1), **(env or {})})
+    assert result.exit_code == 0, result.output
+    return result.stdout.split()
+
+
+def test_chip_names_complete_from_the_cost_model_and_the_bank(tmp_path: Path) -> None:
+    from tests.cli.test_diff import bank_with
+    from tunebank.tuner.measure.socs import SOCS
+
+    known = sorted(SOCS)
+    assert completed("bank tune --soc-version ") == known
+    assert completed("bank plan m.onnx --soc-version Ascend91") == \
+        [name for name in known if name.startswith("Ascend91")]
+    db = bank_with(tmp_path / "b.db", "imported", [("1", 5.0, None)], soc="Ascend950PR_9589")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for command in ("query", "tasks", "history", "report", "diff", "import x", "export"):
+        offered = completed(f"bank {command} --db {db} --soc-version Ascend9")
+        assert offered == sorted(["Ascend950PR_9589", *(n for n in known if n.startswith("Ascend9"))])
+    assert "Ascend950PR_9589" in completed("bank query --soc-version A", env={"TUNEBANK_DB": db})
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # read, never written beside
+    (tmp_path / "not-a-bank.db").write_text("hello")
+    for bad in (str(tmp_path / "not-a-bank.db"), str(tmp_path / "none.db"), "postgresql://x@h:1/d"):
+        assert completed(f"bank query --db {bad} --soc-version ") == known
+
+
 @pytest.mark.parametrize("command", ["tune", "plan", "diff", "export"])
 def test_options_with_a_fixed_set_of_values_show_them(command: str) -> None:
     shown = runner.invoke(app, [command, "--help"], terminal_width=200)

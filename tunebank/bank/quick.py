@@ -56,3 +56,30 @@ def quick_task(db: str | None, task_ref: str) -> TaskView | None:
         return TaskView(**values)
     except TypeError:  # columns this tunebank does not know: let the full path decide
         return None
+
+
+def quick_socs(db: str | None) -> list[str]:
+    """The chips an SQLite bank file holds tasks or policies of, sorted; ``[]`` for anything
+    else (a server URL, no file, another schema version, a database error). Shell completion
+    asks this on every Tab, so it must be quick and never write or fail."""
+    try:
+        location = resolve(db)
+    except BankError:
+        return []
+    if location.path is None or not location.exists or not location.path.is_file():
+        return []
+    try:
+        conn = read_only_connection(str(location.path), timeout=1)
+    except (sqlite3.Error, OSError):
+        return []
+    try:
+        version = conn.execute("SELECT value FROM bank_meta WHERE name = 'schema_version'").fetchone()
+        if version is None or version[0] != str(SCHEMA_VERSION):
+            return []
+        rows = conn.execute("SELECT soc_version FROM task UNION SELECT soc_version FROM policy"
+                            " ORDER BY 1").fetchall()
+    except sqlite3.Error:
+        return []
+    finally:
+        conn.close()
+    return [row[0] for row in rows]

@@ -40,9 +40,32 @@ CsvOption = Annotated[bool, typer.Option(
                   "control characters are shown escaped; --raw prints the cells as they are.")]
 RawOption = Annotated[bool, typer.Option(
     "--raw", help="With --csv: print every cell as the bank holds it (no leading ', no escapes).")]
-SocOption = Annotated[
-    str | None, typer.Option("--soc-version", help="Only this chip, e.g. Ascend910B2.")
-]
+
+
+def complete_soc(ctx: typer.Context, incomplete: str) -> list[tuple[str, str]]:
+    """Shell completion of ``--soc-version``: the chips of the bank ``--db`` names (or the
+    default bank), read without writing, and the chips the cost model knows. A bank's names
+    are data from other people: only plain names are offered, never one with a control
+    character or a shell's special one."""
+    from tunebank.bank.names import is_plain_name
+    from tunebank.bank.quick import quick_socs
+    from tunebank.tuner.measure.socs import SOCS
+
+    db = ctx.params.get("db")
+    offered = {name: "in the bank" for name in quick_socs(db if isinstance(db, str) else None)}
+    for name in SOCS:
+        offered[name] = "in the bank; the cost model knows it" if name in offered \
+            else "the cost model knows it"
+    return [(name, why) for name, why in sorted(offered.items())
+            if name.startswith(incomplete) and is_plain_name(name)]
+
+
+def soc_option(help_text: str) -> Any:
+    """A ``--soc-version`` option with ``help_text`` whose values complete (:func:`complete_soc`)."""
+    return typer.Option("--soc-version", help=help_text, autocompletion=complete_soc)
+
+
+SocOption = Annotated[str | None, soc_option("Only this chip, e.g. Ascend910B2.")]
 
 
 def say(message: str = "", *, err: bool = False) -> None:

@@ -22,6 +22,7 @@ from tunebank.cli.common import (
     refuse_two_forms,
     say,
     show_rows,
+    soc_option,
     user_errors,
 )
 
@@ -70,8 +71,8 @@ def diff(
     model: Annotated[list[Path] | None, typer.Option(
         "--model", exists=True, dir_okay=False,
         help="Two versions of a model (--model V1 --model V2), compared key by key.")] = None,
-    soc_version: Annotated[str | None, typer.Option(
-        "--soc-version", help="Banks: only this chip. Models: the chip to plan for (required).")] = None,
+    soc_version: Annotated[str | None, soc_option(
+        "Banks: only this chip. Models: the chip to plan for (required).")] = None,
     db: DbOption = None,
     job_type: Annotated[str, typer.Option(
         "--job-type", metavar="<operator|subgraph|2|1>",

@@ -18,6 +18,7 @@ from tunebank.cli.common import (
     print_json,
     print_table,
     say,
+    soc_option,
     user_errors,
     write_to_bank,
 )
@@ -38,8 +39,8 @@ def import_(
         metavar="PATH...",
         exists=True, help="AOE result files, AOE bank trees (folders of *_runtime_kb.json files) or "
                           "single bank files, or tunebank events files.")],
-    soc_version: Annotated[str | None, typer.Option(
-        "--soc-version", help="Chip the AOE result files were tuned for (required for them).")] = None,
+    soc_version: Annotated[str | None, soc_option(
+        "Chip the AOE result files were tuned for (required for them).")] = None,
     model: Annotated[Path | None, typer.Option(
         exists=True, dir_okay=False, help="The ONNX model: op names resolve to real repo_keys.")] = None,
     input_shape: Annotated[str | None, typer.Option(
@@ -143,7 +144,7 @@ def export(
         "--result-format", metavar="<v1|v2>", help="opat: v2 or v1.")] = "v2",
     model: Annotated[Path | None, typer.Option(exists=True, dir_okay=False,
                                                help="tuning-result: the model.")] = None,
-    soc_version: Annotated[str | None, typer.Option("--soc-version", help="tuning-result: the chip.")] = None,
+    soc_version: Annotated[str | None, soc_option("tuning-result: the chip.")] = None,
     input_shape: Annotated[str | None, typer.Option(
         "--input-shape", help="tuning-result: input shapes.")] = None,
     core_num: Annotated[int | None, typer.Option(

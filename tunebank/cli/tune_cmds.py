@@ -19,6 +19,7 @@ from tunebank.cli.common import (
     print_json,
     print_table,
     say,
+    soc_option,
     user_errors,
 )
 from tunebank.tuner.settings import RESUMED, SETTINGS
@@ -63,8 +64,8 @@ def tune(
     models: Annotated[list[Path] | None, typer.Argument(
         exists=True, dir_okay=False, metavar="MODEL...",
         help="The ONNX model; several make a campaign (each key searched once per chip).")] = None,
-    soc_versions: Annotated[list[str] | None, typer.Option(
-        "--soc-version", help="Chip to tune for (see `bank socs`); repeat it for a campaign.")] = None,
+    soc_versions: Annotated[list[str] | None, soc_option(
+        "Chip to tune for (see `bank socs`); repeat it for a campaign.")] = None,
     campaign: Annotated[Path | None, typer.Option(
         "--campaign", exists=True, dir_okay=False,
         help="A campaign file (TOML: models with their inputs and configs, chips, settings; "
@@ -270,7 +271,7 @@ def _closing_lines(report: TuneReport) -> None:
 def plan(
     model: Annotated[Path, typer.Argument(exists=True, dir_okay=False, metavar="MODEL",
                                           help="The ONNX model.")],
-    soc_version: Annotated[str, typer.Option("--soc-version", help="Chip to check against.")],
+    soc_version: Annotated[str, soc_option("Chip to check against.")],
     input_shape: Annotated[str | None, typer.Option(
         "--input-shape", help='Fix input shapes: "name:1,3,224,224;other:8,128".')] = None,
     db: DbOption = None,
