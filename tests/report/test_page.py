@@ -92,3 +92,30 @@ def test_many_models_chart_those_tuned_last_and_the_table_lists_all() -> None:
     assert labels(across) == [f"m{n:02d} v1" for n in range(4, CHART_MODELS + 4)]
     assert f"the {CHART_MODELS} model versions tuned last, of {CHART_MODELS + 3}" in across
     assert across.count("<tr>") == 1 + CHART_MODELS + 3  # the table: a header and every version
+
+
+def test_a_model_without_a_task_on_a_chip_says_so_in_that_chip_s_chart() -> None:
+    from tunebank.report.html import NOT_TUNED
+
+    html = page(ChipReport("Ascend310", tasks=[task(1), task(2, model="only310", model_hash="h2")]),
+                ChipReport("Ascend910B2", tasks=[task(3, soc="Ascend910B2")]))
+    across = html.split('<section id="models">')[1].split("</section>")[0]
+    notes = re.findall(r'<text class="note"[^>]*>([^<]*)</text>', across)
+    assert notes == ["+25.0%", "+25.0%", "+25.0%", NOT_TUNED]  # net, only310 on 310; on 910B2
+    assert f'title="only310 v1 has no task on Ascend910B2">{NOT_TUNED}</td>' in across
+
+
+def test_the_op_type_table_lists_every_type_and_scrolls_past_a_screenful() -> None:
+    from tunebank.report.gather import KeyTimes
+    from tunebank.report.html import OP_TYPES_IN_VIEW
+
+    many = OP_TYPES_IN_VIEW + 5
+    keys = [KeyTimes(str(n), f"Op{n:02d}", 2.0, 1.0) for n in range(many) for _ in range(n + 1)]
+    html = page(ChipReport("Ascend310", tasks=[task(1)], keys=keys))
+    table = html.split("<b>By operator type</b>")[1].split("</table>")[0]
+    assert re.findall(r'<td class="cut" title="(Op\d\d)">', table) == \
+        [f"Op{n:02d}" for n in reversed(range(many))]  # all of them, the most keys first
+    assert table.startswith('</p><div class="wide scroll">')
+    assert f"All {many} operator types are listed" in html
+    few = page(ChipReport("Ascend310", tasks=[task(1)], keys=keys[:3]))
+    assert '<div class="wide scroll">' not in few and "operator types are listed" not in few

@@ -29,11 +29,16 @@ CHART_TASKS = 40
 CHART_MODELS = 40
 """The most model versions the models-across-chips chart draws (those tuned last)."""
 
+NOT_TUNED = "not tuned here"
+"""What a chip's row says for a model version with no task on that chip (it was an empty row,
+alike to a model too fast to draw)."""
+
 CHIPS_PER_CHART = 3
 """Chips set side by side in one chart of the models-across-chips view."""
 
-OP_TYPES = 12
-"""Operator types the table beside the scatter lists, the most keys first."""
+OP_TYPES_IN_VIEW = 12
+"""Operator types the table beside the scatter shows before it scrolls (it lists them all, the
+most keys first; it stopped at 12 before, with no way to see the rest)."""
 
 TASK_COLUMNS = ("#", "model", "tuning_name", "job", "status", "started (UTC)", "add", "hit", "update",
                 "reserved", "unsat", "total", "before ms", "after ms", "improvement", "invariants")
@@ -61,6 +66,7 @@ td.cut { max-width: 210px; overflow: hidden; text-overflow: ellipsis; }
 .bad { color: #c62828; font-weight: 600; } .ok { color: #2e7d32; } .wide { overflow-x: auto; }
 .more { display: none; } .tasks:has(input.unfold:checked) .more { display: table-cell; }
 label.unfold { font-size: 13px; color: #444; cursor: pointer; }
+.scroll { max-height: 340px; overflow-y: auto; } .scroll th { position: sticky; top: 0; }
 .pair { display: grid; grid-template-columns: auto 1fr; gap: 28px; align-items: start; }
 svg.chart { display: block; margin: 4px 0 12px; max-width: 100%; height: auto; }
 svg .grid { stroke: #eee; } svg .frame { stroke: #999; } svg .band { fill: #f7f9fa; }
@@ -148,7 +154,7 @@ def _models_across_chips(report: BankReport) -> str:
                 Series("before", [t.model_baseline_ms if t else None for t in tasks], BEFORE),
                 Series("after", [t.model_result_ms if t else None for t in tasks], AFTER)],
                 stacked=False, unit=" ms",
-                notes=[_improvement(t) if t else ("not timed" if _on(m, soc) else "")
+                notes=[_improvement(t) if t else ("not timed" if _on(m, soc) else NOT_TUNED)
                        for m, t in zip(charted, tasks, strict=True)]))
         parts.append(bar_rows(labels, panels, tips=tips))
     if len(charted) < len(models):
@@ -177,7 +183,7 @@ def _latest_timed(model: ModelVersion, soc: str) -> TaskView | None:
 def _across_cell(model: ModelVersion, soc: str, task: TaskView | None) -> Cell:
     tasks = _on(model, soc)
     if not tasks:
-        return _Text("-", "", f"{model.label} has no task on {soc}")
+        return _Text(NOT_TUNED, "", f"{model.label} has no task on {soc}")
     count = f"{len(tasks)} task{'s' if len(tasks) != 1 else ''}"
     tip = ", ".join(t.tuning_name or t.task_id for t in tasks)
     if task is None:
@@ -303,25 +309,30 @@ def _op_types(keys: Sequence[KeyTimes]) -> str:
         groups.setdefault(k.op_type or "?", []).append(k)
     ranked = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
     rows = []
-    for op_type, of_type in ranked[:OP_TYPES]:
+    for op_type, of_type in ranked:
         pairs = [(k.before_us, k.best_us) for k in of_type
                  if k.before_us and k.best_us and k.before_us > 0 and k.best_us > 0]
         mean = math.exp(sum(math.log(b / a) for b, a in pairs) / len(pairs)) if pairs else None
         faster = sum(1 for b, a in pairs if a < b)
         rows.append([_Text(op_type, "cut", op_type), len(of_type), len(pairs), faster,
                      (f"{mean:.3f}x", mean) if mean is not None else "-"])
-    rest = len(ranked) - OP_TYPES
-    note = f'<p class="note">and {rest} more operator type(s).</p>' if rest > 0 else ""
+    many = len(ranked) > OP_TYPES_IN_VIEW
+    note = f" All {len(ranked)} operator types are listed: the table scrolls." if many else ""
     return ("<p><b>By operator type</b></p>"
-            + _table(["op_type", "keys", "with both times", "faster", "speed-up (geomean)"], rows)
+            + _table(["op_type", "keys", "with both times", "faster", "speed-up (geomean)"], rows,
+                     box="wide scroll" if many else "wide")
             + '<p class="note">Speed-up: default / best, the geometric mean over the keys with both '
-              f"times.</p>{note}")
+              f"times.{note}</p>")
 
 
 # -- cells --------------------------------------------------------------------------------------
 
 
-def _table(headers: Sequence[str], rows: Iterable[Sequence[Cell]], folded: set[int] | None = None) -> str:
+def _table(headers: Sequence[str], rows: Iterable[Sequence[Cell]], folded: set[int] | None = None,
+           box: str = "wide") -> str:
+    """A sortable table in a box of CSS class ``box`` (``wide``: it scrolls sideways when the
+    window is narrow; ``scroll``: down too, under a header that stays), its ``folded`` columns
+    hidden until unfolded."""
     folded = folded or set()
     rows = list(rows)
     numeric = {i for i in range(len(headers))
@@ -335,7 +346,7 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Cell]], folded: set[i
     head = "".join(f"<th{css(i)}>{escape(h)}</th>" for i, h in enumerate(headers))
     body = "".join("<tr>" + "".join(_cell(v, "more" if i in folded else "") for i, v in enumerate(row))
                    + "</tr>" for row in rows)
-    return (f'<div class="wide"><table class="sortable"><thead><tr>{head}</tr></thead>'
+    return (f'<div class="{box}"><table class="sortable"><thead><tr>{head}</tr></thead>'
             f"<tbody>{body}</tbody></table></div>")
 
 
