@@ -49,7 +49,7 @@ def test_import_query_history_and_export_of_a_tree(tmp_path: Path) -> None:
     assert "Ascend910B4-1_20_AiCore_QuantBatchMatmulV3_runtime_kb.json:1" in history
 
     out_dir = tmp_path / "out"
-    assert "17 entries of 6 chip(s) in 7 file(s)" in _ok("export", "--format", "aoe-repo",
+    assert "17 entries of 6 chip(s) in 7 bank file(s)" in _ok("export", "--format", "aoe-repo",
                                                          "--out", str(out_dir), "--db", db)
 
 
