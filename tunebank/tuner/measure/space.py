@@ -44,6 +44,10 @@ class Knob:
     name: str
     values: tuple[int, ...]
     labels: tuple[str, ...] | None = None
+    switch: bool = False
+    """Whether a value other than the default stands for another implementation of the
+    operator, to which the other knobs do not apply (a matmul on the vector unit has no Cube
+    tiling): a search prices each such value once and tunes the others on the default."""
 
     def label(self, index: int) -> int | str:
         """The value as it goes into the knowledge (labels for format and impl)."""
@@ -101,7 +105,7 @@ class SearchSpace:
             if knob.name in allowed:
                 keep = set(allowed[knob.name]) | {knob.values[index]}
                 chosen = tuple(v for v in knob.values if v in keep)
-            knobs.append(Knob(knob.name, chosen, knob.labels))
+            knobs.append(Knob(knob.name, chosen, knob.labels, knob.switch))
             default.append(chosen.index(knob.values[index]))
         return SearchSpace(self.family, tuple(knobs), tuple(default))
 
@@ -115,8 +119,10 @@ def _divisor_splits(cores: int) -> tuple[int, ...]:
 
 
 def _knobs(spec: Sequence[tuple[str, Sequence[int]]], default: Mapping[str, int],
-           labels: Mapping[str, tuple[str, ...]] | None = None) -> tuple[tuple[Knob, ...], tuple[int, ...]]:
-    knobs = tuple(Knob(name, tuple(values), (labels or {}).get(name)) for name, values in spec)
+           labels: Mapping[str, tuple[str, ...]] | None = None,
+           switches: Collection[str] = ()) -> tuple[tuple[Knob, ...], tuple[int, ...]]:
+    knobs = tuple(Knob(name, tuple(values), (labels or {}).get(name), name in switches)
+                  for name, values in spec)
     return knobs, tuple(k.values.index(default[k.name]) for k in knobs)
 
 
@@ -132,7 +138,8 @@ def matmul_space(work: MatmulWork, soc: SocSpec) -> SearchSpace:
     default = {"baseM": 64 if work.m > 32 else 16, "baseN": 64, "baseK": 64, "stepM": 1, "stepN": 1,
                "stepKa": 1, "stepKb": 1, "depthA1": 2, "depthB1": 2, "dbL0A": 1, "dbL0B": 1,
                "dbL0C": 0, "coreSplitM": splits[-1] if tall else 1, "format": 0, "impl": 0}
-    knobs, index = _knobs(spec, default, {"format": FORMAT_LABELS["matmul"], "impl": IMPL_LABELS})
+    knobs, index = _knobs(spec, default, {"format": FORMAT_LABELS["matmul"], "impl": IMPL_LABELS},
+                          switches={"impl"})
     return SearchSpace("matmul", knobs, index)
 
 

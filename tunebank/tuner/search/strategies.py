@@ -25,6 +25,9 @@ REPAIRS = 3
 """A descent move that does not fit is repaired this many ways (see :meth:`BaseSearch._line`)."""
 PROBE_BELOW = 8
 """A descent probes and repairs while its budget is under this many full passes over the knobs."""
+SURVEY_FROM = 2
+"""A probing descent surveys first, and walks across plateaus, when its budget holds this many
+measurements per knob (below that the survey would be all it did)."""
 
 
 class SearchError(BankError):
@@ -102,6 +105,8 @@ class BaseSearch(ABC):
         self.rng = rng
         self._lines: dict[tuple[bytes, int], list[np.ndarray]] = {}
         self._frugal = True  # whether the descent probes and repairs (see _descend)
+        self._walk = False  # whether a probe walks on across a plateau (see _probe)
+        self._switches: list[tuple[int, int]] = []  # (knob, default) of every switch knob
 
     @abstractmethod
     def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
@@ -132,6 +137,7 @@ class BaseSearch(ABC):
         self._last_gain = 0
         self._settled = self.name == "random"  # early stop waits for the end of the descent
         self._lines = {}
+        self._switches = [(i, space.default[i]) for i, knob in enumerate(space.knobs) if knob.switch]
         self._progress: Progress | None = progress
         self._step = self._total = 0
         if space.size <= self.budget and self.name != "exhaustive" and not self._borrowed:
@@ -160,12 +166,30 @@ class BaseSearch(ABC):
 
     def _seeds(self, space: SearchSpace, warm_start: tuple[int, ...] | None) -> np.ndarray:
         """The first candidates to measure: the warm start (the policy the bank holds), the
-        compiler's default and the borrowed candidates, as many as the budget allows."""
+        compiler's default, each other implementation (a :attr:`Knob.switch` value, the rest
+        at the default) and the borrowed candidates, as many as the budget allows."""
         seeds = [tuple(warm_start)] if warm_start else []
-        for row in (tuple(space.default), *self._borrowed):
+        others = [(*space.default[:i], value, *space.default[i + 1:])
+                  for i, default in self._switches for value in range(len(space.knobs[i].values))
+                  if value != default]
+        for row in (tuple(space.default), *others, *self._borrowed):
             if row not in seeds:
                 seeds.append(row)
         return np.array(seeds[: self.budget])
+
+    def _on_default(self, rows: np.ndarray) -> np.ndarray:
+        """Which ``rows`` keep every switch knob at its default: the candidates whose other
+        knobs mean something, where a descent can start."""
+        keep = np.ones(len(rows), dtype=bool)
+        for i, default in self._switches:
+            keep &= rows[:, i] == default
+        return keep
+
+    def _descent_start(self, seeds: np.ndarray, latency: np.ndarray) -> tuple[np.ndarray, float]:
+        """The best seed a descent can start from (:meth:`_on_default`), and its latency."""
+        usable = np.flatnonzero(self._on_default(seeds))
+        i = int(usable[np.argmin(latency[usable])]) if len(usable) else int(np.argmin(latency))
+        return seeds[i], float(latency[i])
 
     def _tick(self, unit: int, done: bool = False) -> None:
         """Report progress in steps of ``unit`` measurements (a generation, a round), once a
@@ -191,18 +215,30 @@ class BaseSearch(ABC):
         """``n`` candidates never measured (fewer only if the budget is nearly spent): the
         unseen rows of ``candidates`` first, topped up with random ones."""
         n = min(n, self.left)
+        candidates = self._held(candidates)
         rows = self._evaluate.unseen(candidates, n)
         for _ in range(8):
             if len(rows) >= n:
                 break
-            extra = self._evaluate.unseen(self._random(space, 4 * (n - len(rows))), n - len(rows))
+            extra = self._evaluate.unseen(self._held(self._random(space, 4 * (n - len(rows)))),
+                                          n - len(rows))
             rows = np.concatenate([rows, extra]) if len(rows) else extra
             rows = self._evaluate.unseen(rows, n)
         return rows
 
+    def _held(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` with every switch knob at its default: its other values were priced once
+        among the seeds, and any other candidate of theirs would price the same."""
+        if not self._switches:
+            return rows
+        rows = np.array(rows, copy=True)
+        for i, default in self._switches:
+            rows[:, i] = default
+        return rows
+
     def _descend(self, evaluate: Measure, best: np.ndarray, best_us: float, dims: np.ndarray,
-                 unit: int, passes: int | None = None) -> np.ndarray:
-        """Coordinate descent from ``best``; return the best candidate it found.
+                 unit: int, passes: int | None = None) -> tuple[np.ndarray, float]:
+        """Coordinate descent from ``best``; return the best candidate it found and its latency.
 
         A pass visits every knob once, in random order, the others held. A full pass tries
         every value of a knob in one batch; the descent ends when one improves nothing.
@@ -215,16 +251,29 @@ class BaseSearch(ABC):
         genetic search that follows finds as much without either (docs/performance.md), and
         whole-knob batches are what a hardware backend compiles and runs best.
 
+        A frugal budget of :data:`SURVEY_FROM` measurements a knob or more starts with a survey
+        (:meth:`_survey`): every knob probed from the start, the best move taken, and the
+        passes after it visit the knobs in the order of what they gained. Switch knobs
+        (:attr:`Knob.switch`) are never moved: their other values were priced among the seeds.
+
         It also ends after ``passes`` passes or when the budget is spent.
         """
         self._frugal = self.budget < PROBE_BELOW * int(dims.sum())
         probing, done = self._frugal, 0
+        movable = [k for k in range(len(dims)) if k not in {i for i, _ in self._switches}]
+        order = [int(k) for k in self.rng.permutation(len(dims)) if int(k) in movable]
+        self._walk = probing and self.budget >= SURVEY_FROM * len(movable)
+        if self._walk:
+            best, best_us, order = self._survey(evaluate, best, best_us, order, dims, unit)
+            done = 1
         while passes is None or done < passes:
+            if done and not self._walk:  # each pass in a new random order; a survey's is kept
+                order = [int(k) for k in self.rng.permutation(len(dims)) if int(k) in movable]
             done += 1
             improved = False
-            for knob in self.rng.permutation(len(dims)):
+            for knob in order:
                 visit = self._probe if probing else self._sweep
-                best, best_us, better = visit(evaluate, best, best_us, int(knob), dims)
+                best, best_us, better = visit(evaluate, best, best_us, knob, dims)
                 improved = improved or better
                 self._tick(unit)
                 if self.left <= 0:
@@ -233,11 +282,37 @@ class BaseSearch(ABC):
                 break
             probing = improved and self._frugal
         self._settled = True
-        return best
+        return best, best_us
+
+    def _survey(self, evaluate: Measure, start: np.ndarray, start_us: float, order: list[int],
+                dims: np.ndarray, unit: int) -> tuple[np.ndarray, float, list[int]]:
+        """Probe every knob from ``start``, each alone, and return the best move found and the
+        knobs ordered by what they gained, the most first.
+
+        A descent that takes the first move that gains anything falls into the basin of
+        whichever knob it happens to visit first. ResNet-50's stride-2 1x1 convolution of 512
+        to 1024 channels on Ascend310P3 showed it: splitting N over two cores (nDim) gains at
+        once, and from there every move of up to three knobs loses, 1.63x from the optimum;
+        holding all of K of the input in L1 (kAL1 = full) gains the most from the default and
+        leads to the optimum, but only after two values that price alike. A survey sees both
+        before moving."""
+        best, best_us = start, start_us
+        gains: dict[int, float] = {}
+        for knob in order:
+            moved, moved_us, better = self._probe(evaluate, start, start_us, knob, dims)
+            gains[knob] = start_us - moved_us if better else 0.0
+            if better and moved_us < best_us:
+                best, best_us = moved, moved_us
+            self._tick(unit)
+            if self.left <= 0:
+                break
+        return best, best_us, sorted(order, key=lambda k: -gains.get(k, 0.0))
 
     def _probe(self, evaluate: Measure, best: np.ndarray, best_us: float, knob: int,
                dims: np.ndarray) -> tuple[np.ndarray, float, bool]:
-        """Step ``knob`` away from its best value while each step is faster: up, then down."""
+        """Step ``knob`` away from its best value while each step is faster (up, then down),
+        and, after a survey, on across values that price the same as the best (a plateau: a
+        tile held whole in L1 gains only at the last value)."""
         improved = False
         line = self._line(best, knob, dims)
         for direction in (1, -1):
@@ -256,7 +331,7 @@ class BaseSearch(ABC):
                     best, best_us, improved = rows[i].astype(np.int64), float(latency[i]), True
                     if moved:
                         line = self._line(best, knob, dims)
-                elif np.isfinite(latency).any():
+                elif np.isfinite(latency).any() and (latency[i] > best_us or not self._walk):
                     break
         return best, best_us, improved
 
@@ -312,7 +387,9 @@ class BaseSearch(ABC):
 
     def _moves(self, knob: int, dims: np.ndarray, fit_knobs: frozenset[int]) -> tuple[np.ndarray, np.ndarray]:
         """Every (other knob the fit depends on, value) a repair of a ``knob`` move may set."""
-        others = [other for other in range(len(dims)) if other != knob and other in fit_knobs]
+        switches = {i for i, _ in self._switches}  # another implementation is no repair
+        others = [other for other in range(len(dims))
+                  if other != knob and other in fit_knobs and other not in switches]
         return (np.repeat(others, dims[others]),
                 np.concatenate([np.arange(dims[other]) for other in others]))
 
@@ -378,9 +455,8 @@ class GeneticSearch(BaseSearch):
             return latency
 
         seeds = self._seeds(space, warm_start)
-        fitness = scored(seeds)
-        best = seeds[int(np.argmin(fitness))]
-        self._descend(scored, best, float(np.min(fitness)), dims, size)
+        best, best_us = self._descent_start(seeds, scored(seeds))
+        self._descend(scored, best, best_us, dims, size)
         pool, pool_scores = np.concatenate(measured), np.concatenate(scores)
         keep = np.argsort(pool_scores, kind="stable")[:size]
         pop, fitness = pool[keep], pool_scores[keep]
@@ -437,12 +513,10 @@ class PolicySearch(BaseSearch):
 
     def run(self, space: SearchSpace, evaluate: Measure, warm_start: tuple[int, ...] | None) -> None:
         anchors = self._seeds(space, warm_start)
-        latencies = evaluate(anchors)
+        start, start_us = self._descent_start(anchors, evaluate(anchors))
         dims = np.array([len(k.values) for k in space.knobs])
         batch = int(np.clip(self.budget // 4, 8, self.batch))
-        best = self._descend(evaluate, anchors[int(np.argmin(latencies))], float(np.min(latencies)),
-                             dims, batch, passes=1)
-        best_us = self.best_us
+        best, best_us = self._descend(evaluate, start, start_us, dims, batch, passes=1)
         policy = [(1 - self.anchor_weight) / dim + self.anchor_weight * np.eye(dim)[i]
                   for dim, i in zip(dims, best, strict=True)]
         while self.left > 0:
