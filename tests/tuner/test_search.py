@@ -178,12 +178,40 @@ def test_patience_waits_for_the_descent_to_end() -> None:
     """Two fruitless measurements in a row do not stop a descent still visiting knobs: the
     search goes on to its best, then stops well before the budget."""
     space = conv_space(STUCK, SPEC)
+    known = make_search("ga", 32, np.random.default_rng(9)).search(
+        space, _evaluator(STUCK, space, with_fits=True)).candidate  # a neighbour's, say
     for seed in range(4):
         evaluate = _evaluator(STUCK, space, with_fits=True)
         default_us = float(evaluate(np.array([space.default]))[0])
-        result = make_search("ga", 128, np.random.default_rng(seed)).search(space, evaluate, patience=2)
+        result = make_search("ga", 128, np.random.default_rng(seed)).search(
+            space, evaluate, borrowed=[known], patience=2)
         assert result.latency_us < 0.8 * default_us
         assert 16 < result.measurements < 128
+
+
+def test_a_neighbour_slower_than_the_default_never_starts_the_search() -> None:
+    """At a budget for whole-knob sweeps, the descent starts from the fastest seed: the
+    default when the borrowed candidate loses to it, the borrowed one when it wins (and then
+    it probes: it starts near its optimum)."""
+    space = conv_space(STUCK, SPEC)
+    slower = tuple(0 for _ in space.knobs)  # the smallest tiles
+    faster = make_search("ga", 64, np.random.default_rng(9)).search(
+        space, _evaluator(STUCK, space, with_fits=True)).candidate
+    for borrowed, start in ((slower, tuple(space.default)), (faster, faster)):
+        measured: list[tuple[int, ...]] = []
+        cost = CostModel(SPEC)
+
+        def latency(rows: np.ndarray, measured: list[tuple[int, ...]] = measured,
+                    cost: CostModel = cost) -> np.ndarray:
+            measured.extend(tuple(int(v) for v in row) for row in rows)
+            return cost.evaluate(STUCK, space, rows)
+
+        evaluate = Evaluator(latency, fits=cost.fit_check(STUCK, space))
+        evaluate(np.array([space.default]))
+        make_search("ga", 512, np.random.default_rng(0)).search(space, evaluate, borrowed=[borrowed])
+        assert measured[:2] == [tuple(space.default), borrowed]
+        moved = [sum(a != b for a, b in zip(row, start, strict=True)) for row in measured[2:6]]
+        assert all(1 <= n <= 2 for n in moved), (borrowed == slower, moved)  # a knob (and a repair)
 
 
 # ResNet-50's stride-2 1x1 convolution of 512 into 1024 channels on Ascend310P3 (issue 32): from

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
     from tunebank.bank.projection import Policy
 
 NEIGHBOURS = 8
-"""How many of the nearest known keys seed a new key's search."""
+"""How many of the nearest known keys :meth:`Donors.nearest` looks at by default."""
+SAME_CHIP_NEIGHBOURS = 3
+"""How many of a new key's nearest known keys on its own chip seed its search."""
 OTHER_CHIP = 4.0
 """What a donor on another chip adds to its distance: its times, and some of its knobs'
 ranges, are another chip's."""
@@ -239,7 +241,7 @@ class _Group:
 
 
 PATIENCE_MIN = 16
-PATIENCE_SHARE = 8
+PATIENCE_SHARE = 16
 """A search that borrowed from known keys stops once max(PATIENCE_MIN, B / PATIENCE_SHARE)
 measurements in a row found nothing better, B the smaller of its budget and its space (a small
 space is then searched rather than measured whole); one that borrowed nothing spends its
@@ -249,7 +251,9 @@ budget, or measures its space whole."""
 @dataclass(frozen=True)
 class Start:
     """Where a new key's search starts: the neighbours it borrows from, their policies as
-    candidates of its space, and when it may stop early (None: it spends its budget)."""
+    candidates of its space (they guide a frugal search rather than start it: see
+    :meth:`tuner.search.strategies.BaseSearch._descent_start`), and when it may stop early
+    (None: it spends its budget)."""
 
     neighbours: tuple[Neighbour, ...]
     borrowed: tuple[tuple[int, ...], ...]
@@ -258,8 +262,18 @@ class Start:
 
 def start_from(donors: Donors | None, info: Mapping[str, Any], repo_key: str, soc_version: str,
                space: SearchSpace, cost: CostModel, work: Workload, budget: int) -> Start:
-    """How `bank tune` starts a new key's search from ``donors`` (none: from the default)."""
-    neighbours = tuple(donors.nearest(info, soc_version, repo_key)) if donors is not None else ()
+    """How `bank tune` starts a new key's search from ``donors`` (none: from the default): from
+    the :data:`SAME_CHIP_NEIGHBOURS` nearest known keys of its own chip.
+
+    Another chip's policies are not borrowed: tuned to other buffers and core counts, they
+    cost more than they gave at every budget measured (docs/performance.md). At 16
+    measurements, over six splits of one model's keys after another's on the other chip, they
+    left the geomean where it was (1.0556 of the optimum against 1.0554) and lost on two; at 32
+    Inception-v1's new keys on Ascend310P3 after DenseNet-121's on Ascend910B2 ended at 1.034
+    against 1.031; and a default tune of ResNet-50 on Ascend310P3 after its Ascend910B2 keys
+    measured 74% less but gave a model 1.5% slower."""
+    found = donors.nearest(info, soc_version, repo_key) if donors is not None else []
+    neighbours = tuple(n for n in found if n.soc_version == soc_version)[:SAME_CHIP_NEIGHBOURS]
     borrowed = tuple(map_into(space, n.knowledge, cost, work) for n in neighbours)
     patience = max(PATIENCE_MIN, min(budget, space.size) // PATIENCE_SHARE) if borrowed else None
     return Start(neighbours, borrowed, patience)
