@@ -52,6 +52,44 @@ def test_distance_is_log2_shape_plus_penalties() -> None:
     assert distance(_with(CONV, inputs=bias), _with(CONV, inputs=wider_bias)) == 0.0
 
 
+def _tensor(*shape: int) -> dict[str, Any]:
+    return {"shape": list(shape), "dtype": "float16"}
+
+
+def test_matmuls_of_one_computation_are_neighbours_across_types_and_ranks() -> None:
+    """Issue 32: a batched MatMul is a Gemm per batch, and one over a shared B is one taller
+    Gemm; compared tensor by tensor, their ranks kept BERT's matmuls from the CNNs' Gemms."""
+    gemm = {"op_type": "Gemm", "attrs": {"transB": 1},
+            "inputs": [_tensor(512, 128), _tensor(256, 128), _tensor(256)],
+            "outputs": [_tensor(512, 256)]}
+    shared = {"op_type": "MatMul", "attrs": {}, "inputs": [_tensor(4, 128, 128), _tensor(128, 256)],
+              "outputs": [_tensor(4, 128, 256)]}
+    assert distance(shared, gemm) == 1.0 + 0.5 + 0.5  # the type, transB, the bias: no size
+    batched = {"op_type": "MatMul", "attrs": {},
+               "inputs": [_tensor(4, 4, 128, 32), _tensor(4, 4, 32, 128)],
+               "outputs": [_tensor(4, 4, 128, 128)]}
+    plain = {"op_type": "MatMul", "attrs": {}, "inputs": [_tensor(128, 32), _tensor(32, 128)],
+             "outputs": [_tensor(128, 128)]}
+    assert distance(batched, plain) == 4.0  # 16 of them: log2 16 apart, the rest alike
+    assert distance(batched, _with(gemm, inputs=[_tensor(128, 32), _tensor(128, 32)],
+                                   outputs=[_tensor(128, 128)])) == 4.0 + 1.0 + 0.5  # and Gemm's
+    assert distance(shared, CONV) is None  # a conv is another computation
+
+
+def test_bert_after_a_bank_of_cnns_borrows_their_gemms(tmp_path: Path,
+                                                       bert_models: tuple[Path, Path]) -> None:
+    db = tmp_path / "bank.db"
+    _tune(db, MODELS / "squeezenet.onnx", tmp_path, budget=32)
+    _tune(db, MODELS / "vgg19.onnx", tmp_path, budget=32)
+    report = _tune(db, bert_models[0], tmp_path, budget=32, input_shapes=BERT_SHAPE)
+    with Bank.open(str(db)) as bank:
+        gemms = {p.repo_key for p in bank.policies() if p.op_type == "Gemm"}
+        mine = {p.repo_key for p in bank.policies() if p.op_type == "MatMul"}
+    matmuls = [o for o in _outcomes(db, report.task_id) if o["key"] in mine]
+    assert matmuls and all(o.get("borrowed_from") for o in matmuls)  # BERT's found the Gemms
+    assert all(b["repo_key"] in gemms for o in matmuls for b in o["borrowed_from"])
+
+
 def test_a_conv_with_a_bias_borrows_from_convs_without(tmp_path: Path) -> None:
     """ResNet-50's convolutions have no bias, VGG-19's have one: each is the other's neighbour."""
     from tunebank.tuner.search.transfer import Donors

@@ -56,9 +56,10 @@ def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float | None:
     """How far apart two operator keys (info_dicts) are, or ``None`` if one's policy says
     nothing of the other's (another family, another vector operator, another tensor layout).
 
-    The distance is the sum, over every dimension of every input and output compared (a Cube
-    key's data, weights and output; every tensor of a vector key), of the difference of their
-    log2 sizes (a shape twice as large in one dimension is 1 away), plus 2 for each tensor of
+    The distance is the sum, over every dimension of every input and output compared (a conv
+    key's data, weights and output; every tensor of a vector key; a matmul's batch, M, K and N,
+    see :func:`_sizes`), of the difference of their log2 sizes (a shape twice as large in one
+    dimension is 1 away), plus 2 for each tensor of
     another dtype, 1 for another operator type of the same family (Gemm for MatMul), 0.5 for
     each kernel attribute (strides, dilations, groups, ...) of another value and 0.5 for a
     bias only one of them has.
@@ -68,10 +69,11 @@ def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> float | None:
     if family(a.get("op_type")) == "vector" and a.get("op_type") != b.get("op_type"):
         return None
     ta, tb = _tensors(a), _tensors(b)
-    if ta is None or tb is None or [len(s) for s, _ in ta] != [len(s) for s, _ in tb]:
+    sizes_a, sizes_b = _sizes(a), _sizes(b)
+    if ta is None or tb is None or sizes_a is None or sizes_b is None \
+            or len(ta) != len(tb) or len(sizes_a) != len(sizes_b):
         return None
-    total = sum(abs(math.log2(x) - math.log2(y)) for (sa, _), (sb, _) in zip(ta, tb, strict=True)
-                for x, y in zip(sa, sb, strict=True))
+    total = sum(abs(math.log2(x) - math.log2(y)) for x, y in zip(sizes_a, sizes_b, strict=True))
     total += DTYPE_MISMATCH * sum(da != db for (_, da), (_, db) in zip(ta, tb, strict=True))
     total += OP_TYPE_MISMATCH * (a.get("op_type") != b.get("op_type"))
     attrs_a, attrs_b = a.get("attrs") or {}, b.get("attrs") or {}
@@ -88,6 +90,43 @@ def _extra_inputs(info: Mapping[str, Any]) -> int:
     """How many inputs of a Cube key are not compared (a bias): those after the first two."""
     inputs = info.get("inputs")
     return max(0, len(inputs) - 2) if _cube(info) and isinstance(inputs, list) else 0
+
+
+def _sizes(info: Mapping[str, Any]) -> list[int] | None:
+    """The sizes a distance compares: every dimension of every tensor compared, or for a
+    matmul its computation, (batch, M, K, N), whatever its operator type and ranks.
+
+    A MatMul of [b, m, k] by a shared [k, n] is the Gemm (b·m, k) by (k, n); one of
+    [b1, b2, m, k] by [b1, b2, k, n] is b1·b2 Gemms of (m, k) by (k, n). In those terms BERT's
+    matmuls (3-D and 4-D) are as near the CNNs' Gemms (2-D) as their sizes make them; compared
+    tensor by tensor, their ranks kept them apart."""
+    tensors = _tensors(info)
+    if tensors is None:
+        return None
+    if family(info.get("op_type")) == "matmul":
+        return _computation(info, [shape for shape, _ in tensors])
+    return [d for shape, _ in tensors for d in shape]
+
+
+def _computation(info: Mapping[str, Any], shapes: list[list[int]]) -> list[int] | None:
+    """(batch, M, K, N) of a matmul key, the way tuner/model/workload.py reads its operator,
+    with a batch over a shared B folded into M (the tiling sees one taller matrix)."""
+    if len(shapes) < 3:
+        return None
+    a, b, out = shapes[0], shapes[1], shapes[-1]
+    attrs = info.get("attrs") or {}
+    if info.get("op_type") == "Gemm":
+        if len(a) != 2 or len(b) != 2:
+            return None
+        m, k = (a[1], a[0]) if attrs.get("transA") else (a[0], a[1])
+        n = b[0] if attrs.get("transB") else b[1]
+        return [1, m, k, n]
+    a2 = [1, *a] if len(a) == 1 else a
+    b2 = [*b, 1] if len(b) == 1 else b
+    batch = math.prod(out[:-2]) if len(out) > 2 else 1
+    if len(b2) == 2:  # every batch against the same B: one matrix of batch·M rows
+        return [1, batch * a2[-2], a2[-1], b2[-1]]
+    return [batch, a2[-2], a2[-1], b2[-1]]
 
 
 def _tensors(info: Mapping[str, Any]) -> list[tuple[list[int], Any]] | None:
@@ -196,11 +235,14 @@ class Donors:
 
 def _signature(info: Mapping[str, Any]) -> tuple[Any, ...] | None:
     """What two keys must share to be neighbours: family, the operator type of a vector key,
-    and every tensor's rank (None if the info_dict describes no tensors)."""
+    and every tensor's rank, but a matmul's, which is compared by its computation (None if the
+    info_dict describes no tensors, or a matmul's computation cannot be read)."""
     kind = family(info.get("op_type"))
     tensors = _tensors(info)
-    if kind is None or tensors is None:
+    if kind is None or tensors is None or _sizes(info) is None:
         return None
+    if kind == "matmul":
+        return (kind, None, len(tensors))
     return (kind, info.get("op_type") if kind == "vector" else None,
             tuple(len(shape) for shape, _ in tensors))
 
@@ -213,8 +255,8 @@ class _Group:
         self.members = members
         self._np = np
         rows = [_tensors(p.info_dict) or [] for p in members]
-        self._dims = np.array([[math.log2(d) for shape, _ in tensors for d in shape]
-                               for tensors in rows], dtype=np.float64)
+        self._dims = np.array([[math.log2(d) for d in _sizes(p.info_dict) or []] for p in members],
+                              dtype=np.float64)
         self._codes: dict[Any, int] = {}
         self._dtypes = np.array([[self._code(dtype) for _, dtype in tensors] for tensors in rows],
                                 dtype=np.int64)
@@ -229,7 +271,7 @@ class _Group:
         :func:`distance` plus the chip's), nearest first."""
         np = self._np
         tensors = _tensors(info) or []
-        query = np.array([math.log2(d) for shape, _ in tensors for d in shape], dtype=np.float64)
+        query = np.array([math.log2(d) for d in _sizes(info) or []], dtype=np.float64)
         dtypes = np.array([self._codes.get(dtype, -1) for _, dtype in tensors], dtype=np.int64)
         bound = np.abs(self._dims - query).sum(axis=1) if query.size else np.zeros(len(self.members))
         if dtypes.size:
