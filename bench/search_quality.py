@@ -8,17 +8,21 @@ never the best of long runs of the methods judged. Every strategy's budget count
 candidates measured, the compiler's default included, as `bank tune --budget` does.
 
 - ``scratch``: every unique key of ResNet-50 and of the BERT-like encoder on Ascend910B2 and
-  Ascend310P3, searched from an empty bank by ga, rl, random and Optuna's TPE (its default
-  sampler, and independent per knob; counted per trial, and per distinct point measured).
-  Reported per family (Cube: conv and matmul; vector) and budget: the geomean and the worst of
-  best-found / optimum over keys x seeds, and the whole-model latency ratio (each key's time
-  times its operators, summed, over the same at the optimum; geomean over models, chips and
-  seeds).
-- ``transfer``: with the bank holding ResNet-50's keys on Ascend910B2 (a default `bank tune`),
-  the new Cube keys of DenseNet-121, Inception-v1 and VGG-19 on that chip, searched by ga with
-  transfer (the 3 nearest known keys, as `bank tune` borrows them, and its early stop) and
-  without, at budgets 16 and 32; and the next versions of ResNet-50 and BERT (bench/end_to_end.py's
-  v2s) tuned incrementally with the default budget, against a tune from scratch at 64.
+  Ascend310P3, searched from an empty bank by ga, rl, random and Optuna's TPE (multivariate,
+  labelled knobs as categories; counted per trial, and per distinct point measured). Every
+  seed s is `bank tune --seed s`'s (ga, rl and random run through run_search, as a tune runs
+  them; TPE's sampler seed is drawn from the same generator). Reported per family (Cube: conv
+  and matmul; vector) and budget: the geomean and the worst of best-found / optimum over keys x
+  seeds, and the whole-model latency ratio (each key's time times its operators, summed, over
+  the same at the optimum; geomean over models, chips and seeds).
+- ``transfer``: for each split of :data:`SPLITS` (the bank holding default `bank tune`s of
+  the donor models on the donor chip), the target model's Cube keys the bank lacks, searched
+  by ga with transfer (:func:`tunebank.tuner.search.transfer.start_from`, as `bank tune` starts
+  them: its own chip's 3 nearest known keys, and its early stop) and without, at budgets 16
+  and 32: geomean per split, and pooled over the splits. Then every bundled model's next
+  version (fixtures.model_versions) and BERT's tuned after their first version with the
+  default budget, against the next version tuned with the default budget and --no-transfer:
+  measurements (and their share of the first tune's) and modelled model time.
 
 Not a test: it prints JSON and tables, and takes minutes.
 """
@@ -47,21 +51,23 @@ from fixtures.make_bert import write as write_bert  # noqa: E402
 from fixtures.model_versions import dilated  # noqa: E402
 from tunebank.bank import Bank  # noqa: E402
 from tunebank.tuner.flow import tune  # noqa: E402
+from tunebank.tuner.measure.backend import BackendSettings, KeyWork  # noqa: E402
 from tunebank.tuner.measure.costmodel import CostModel  # noqa: E402
+from tunebank.tuner.measure.sim import SimBackend  # noqa: E402
 from tunebank.tuner.measure.socs import get_soc  # noqa: E402
 from tunebank.tuner.measure.space import FitCheck  # noqa: E402
 from tunebank.tuner.model.reading import load_model  # noqa: E402
 from tunebank.tuner.options import TuneOptions  # noqa: E402
 from tunebank.tuner.plan.grouping import KeyGroup, plan_tune  # noqa: E402
 from tunebank.tuner.plan.selection import TuneSelection  # noqa: E402
-from tunebank.tuner.search.strategies import Evaluator, SearchError, make_search  # noqa: E402
+from tunebank.tuner.search.keysearch import SearchJob, run_search  # noqa: E402
+from tunebank.tuner.search.strategies import Evaluator  # noqa: E402
 from tunebank.tuner.search.transfer import Donors, start_from  # noqa: E402
 
 SOCS = ("Ascend910B2", "Ascend310P3")
-TRANSFER_SOC = "Ascend910B2"
 BERT_SHAPE = {"input_ids_embedded": (4, 128, 128)}
 MODELS = ROOT / "fixtures" / "models"
-TRANSFER_MODELS = ("densenet121", "inception_v1", "vgg19")
+SIM = SimBackend(BackendSettings())
 DISTINCT_TRIALS = 5
 """TPE counted per distinct point runs at most this many trials per point of the budget (the
 independent sampler repeats itself: 128 distinct points took it over 11 s on one key)."""
@@ -99,14 +105,11 @@ def _ops(name: str, path: Path, soc_name: str, shapes: dict[str, Any] | None = N
 
 
 def suites(folder: Path) -> dict[str, list[Operator]]:
-    """The keys each part judges (without their optima)."""
+    """The keys the scratch part judges (without their optima)."""
     bert = write_bert(folder / "bert.onnx")
     scratch = [op for soc in SOCS for op in [*_ops("resnet50", MODELS / "resnet50.onnx", soc),
                                              *_ops("bert", bert, soc, BERT_SHAPE)]]
-    known = {op.group.repo_key for op in scratch if op.soc == TRANSFER_SOC and op.model == "resnet50"}
-    transfer = [op for name in TRANSFER_MODELS for op in _ops(name, MODELS / f"{name}.onnx", TRANSFER_SOC)
-                if op.family == "cube" and op.group.repo_key not in known]
-    return {"scratch": scratch, "transfer": transfer}
+    return {"scratch": scratch}
 
 
 def with_optima(ops: Sequence[Operator]) -> list[Operator]:
@@ -119,35 +122,34 @@ def with_optima(ops: Sequence[Operator]) -> list[Operator]:
 
 def ours(op: Operator, mode: str, budget: int, seed: int, borrowed: Sequence[tuple[int, ...]] = (),
          patience: int | None = None) -> tuple[float, int]:
-    """Best latency and measurements of one of tunebank's searches, the default priced first
-    as `bank tune` does."""
-    rng = np.random.default_rng([seed, int(op.group.repo_key)])
-    evaluate = Evaluator(op.latency, fits=op.fit_check())
-    evaluate(np.array([op.group.space.default]))
-    try:
-        result = make_search(mode, budget, rng).search(op.group.space, evaluate, borrowed=borrowed,
-                                                       patience=patience)
-    except SearchError:  # nothing that fits found: counted as failed, never averaged
-        return math.inf, evaluate.measurements
-    return result.latency_us, result.measurements
+    """Best latency and measurements of one of tunebank's searches, run as `bank tune --seed
+    SEED` runs it (tuner/search/keysearch.run_search: the same generator, its draw for the
+    noise included, and the default priced first)."""
+    job = SearchJob(KeyWork(op.group.repo_key, op.cost.soc, op.group.work, op.group.space), mode,
+                    budget, seed, "sim", borrowed=tuple(borrowed), patience=patience)
+    found = run_search(job, SIM)
+    return (found.found_us if found.error is None else math.inf), found.measurements
 
 
-def tpe(op: Operator, budget: int, seed: int, multivariate: bool | None,
-        distinct: bool) -> float:
-    """The best latency Optuna's TPE finds: ``budget`` trials, or (``distinct``) as many trials
-    as it takes to measure ``budget`` distinct points (at most :data:`DISTINCT_TRIALS` times as
-    many), the default enqueued first."""
+def tpe(op: Operator, budget: int, seed: int, distinct: bool) -> float:
+    """The best latency Optuna's TPE finds, as strong as Optuna makes it: multivariate, the
+    labelled knobs (format, impl) as categories and the others as ordered integers, its seed
+    drawn as `bank tune --seed SEED` draws a search's; ``budget`` trials, or (``distinct``) as
+    many trials as it takes to measure ``budget`` distinct points (at most
+    :data:`DISTINCT_TRIALS` times as many), the default enqueued first."""
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     space = op.group.space
     evaluate = Evaluator(op.latency)
-    kwargs = {} if multivariate is None else {"multivariate": multivariate}
-    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed, **kwargs))
+    sampler_seed = int(np.random.default_rng([seed, int(op.group.repo_key)]).integers(2**31))
+    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=sampler_seed,
+                                                                   multivariate=True))
     study.enqueue_trial({k.name: v for k, v in zip(space.knobs, space.default, strict=True)})
 
     def objective(trial: Any) -> float:
-        row = [trial.suggest_int(k.name, 0, len(k.values) - 1) for k in space.knobs]
+        row = [trial.suggest_categorical(k.name, list(range(len(k.values)))) if k.labels
+               else trial.suggest_int(k.name, 0, len(k.values) - 1) for k in space.knobs]
         value = float(evaluate(np.array([row]))[0])
         if distinct and evaluate.measurements >= min(budget, space.size):
             trial.study.stop()
@@ -161,9 +163,8 @@ def strategies(with_tpe: bool) -> dict[str, Callable[[Operator, int, int], float
     found: dict[str, Callable[[Operator, int, int], float]] = {
         mode: (lambda op, b, s, m=mode: ours(op, m, b, s)[0]) for mode in ("ga", "rl", "random")}
     if with_tpe:
-        for name, multivariate in (("tpe", None), ("tpe-independent", False)):
-            found[name] = lambda op, b, s, mv=multivariate: tpe(op, b, s, mv, False)
-            found[f"{name} (distinct)"] = lambda op, b, s, mv=multivariate: tpe(op, b, s, mv, True)
+        found["tpe"] = lambda op, b, s: tpe(op, b, s, False)
+        found["tpe (distinct)"] = lambda op, b, s: tpe(op, b, s, True)
     return found
 
 
@@ -213,14 +214,40 @@ def run_scratch(ops: list[Operator], seeds: int, budgets: list[int], with_tpe: b
             "seconds": {k: round(v, 1) for k, v in seconds.items()}}
 
 
-def _donors(folder: Path, model: Path, soc: str, shapes: dict[str, Any] | None = None) -> tuple[Donors, Path]:
-    """The policies a default `bank tune` of ``model`` leaves in a new bank."""
-    db = folder / f"{model.stem}-{soc}.db"
+SPLITS = (
+    ("resnet50@Ascend910B2", "densenet121@Ascend910B2"),
+    ("resnet50@Ascend910B2", "inception_v1@Ascend910B2"),
+    ("resnet50@Ascend910B2", "vgg19@Ascend910B2"),
+    ("squeezenet@Ascend910B2", "densenet121@Ascend910B2"),
+    ("resnet50@Ascend310P3", "densenet121@Ascend310P3"),
+    ("inception_v1@Ascend310P3", "vgg19@Ascend310P3"),
+    ("resnet50@Ascend910B2", "resnet50@Ascend310P3"),
+    ("densenet121@Ascend910B2", "inception_v1@Ascend310P3"),
+    ("resnet50+vgg19+densenet121+inception_v1@Ascend910B2", "bert@Ascend910B2"),
+    ("resnet50+vgg19+densenet121+inception_v1@Ascend310P3", "bert@Ascend310P3"),
+)
+"""(donor models @ chip, target model @ chip): same chip and another, and BERT after CNNs."""
+NEXT_VERSIONS = ("resnet50", "inception_v1", "vgg19", "densenet121", "squeezenet", "bert")
+
+
+def _model(name: str, folder: Path) -> tuple[Path, dict[str, Any] | None]:
+    """A model of the suites by name, and its input shapes."""
+    if name == "bert":
+        return write_bert(folder / "bert.onnx"), BERT_SHAPE
+    return MODELS / f"{name}.onnx", None
+
+
+def _donors(folder: Path, models: Sequence[str], soc: str) -> tuple[Donors, set[tuple[str, str]]]:
+    """The policies default `bank tune`s of ``models`` leave in a new bank, and their keys."""
+    db = folder / f"{'+'.join(models)}-{soc}.db"
     db.unlink(missing_ok=True)
-    tune(lambda: Bank.open(str(db), create=True),
-         TuneOptions(model=model, soc_version=soc, work_dir=folder, input_shapes=shapes or {}))
+    for name in models:
+        path, shapes = _model(name, folder)
+        tune(lambda: Bank.open(str(db), create=True),
+             TuneOptions(model=path, soc_version=soc, work_dir=folder, input_shapes=shapes or {}))
     with Bank.open(str(db)) as bank:
-        return Donors(bank.policies()), db
+        policies = list(bank.policies())
+    return Donors(policies), {(p.soc_version, p.repo_key) for p in policies}
 
 
 def transferred(op: Operator, donors: Donors, budget: int, seed: int) -> tuple[float, int]:
@@ -230,50 +257,58 @@ def transferred(op: Operator, donors: Donors, budget: int, seed: int) -> tuple[f
     return ours(op, "ga", budget, seed, start.borrowed, start.patience)
 
 
-def run_transfer(ops: list[Operator], seeds: int, folder: Path) -> dict[str, Any]:
-    donors, _ = _donors(folder, MODELS / "resnet50.onnx", TRANSFER_SOC)
-    out: dict[str, Any] = {"keys": len(ops), "donors": len(donors), "by_budget": {}}
-    for budget in (16, 32):
-        with_t, without, spent = [], [], []
-        for op in ops:
-            for seed in range(seeds):
-                found, used = transferred(op, donors, budget, seed)
-                with_t.append(found / op.optimum_us)
-                spent.append(used)
-                without.append(ours(op, "ga", budget, seed)[0] / op.optimum_us)
-        out["by_budget"][str(budget)] = {"transfer": summary(with_t), "no transfer": summary(without),
-                                         "mean measurements with transfer": round(float(np.mean(spent)), 1)}
-    out["incremental"] = incremental(folder)
+def run_transfer(seeds: int, folder: Path, splits: Sequence[tuple[str, str]] = SPLITS) -> dict[str, Any]:
+    out: dict[str, Any] = {"splits": {}, "pooled": {}}
+    pooled: dict[int, tuple[list[float], list[float]]] = {16: ([], []), 32: ([], [])}
+    for donor, target in splits:
+        models, soc = donor.split("@")
+        donors, known = _donors(folder, models.split("+"), soc)
+        name, target_soc = target.split("@")
+        path, shapes = _model(name, folder)
+        ops = with_optima([op for op in _ops(name, path, target_soc, shapes)
+                           if op.family == "cube" and (target_soc, op.group.repo_key) not in known])
+        row: dict[str, Any] = {"keys": len(ops)}
+        for budget, (with_all, without_all) in pooled.items():
+            with_t = [transferred(op, donors, budget, s)[0] / op.optimum_us
+                      for op in ops for s in range(seeds)]
+            without = [ours(op, "ga", budget, s)[0] / op.optimum_us for op in ops for s in range(seeds)]
+            with_all += with_t
+            without_all += without
+            row[str(budget)] = {"transfer": summary(with_t), "no transfer": summary(without)}
+        out["splits"][f"{donor} -> {target}"] = row
+    for budget, (with_all, without_all) in pooled.items():
+        out["pooled"][str(budget)] = {"transfer": summary(with_all), "no transfer": summary(without_all)}
+    out["next_versions"] = next_versions(folder)
     return out
 
 
-def incremental(folder: Path) -> dict[str, Any]:
-    """The next versions of ResNet-50 and BERT tuned after the first (default budget, transfer
-    on): their measurements against the first tune's, and their new keys' distance from the
-    optimum against a ga search from scratch at 64."""
-    bert_v1 = write_bert(folder / "bert_v1.onnx")
-    bert_v2 = write_bert(folder / "bert_v2.onnx", ffn_last=384)
-    resnet_v2 = folder / "resnet50_v2.onnx"
-    dilated(MODELS / "resnet50.onnx", resnet_v2)
+def next_versions(folder: Path, names: Sequence[str] = NEXT_VERSIONS) -> dict[str, Any]:
+    """Each model's next version tuned after its first with the default budget (transfer on),
+    against the next version tuned alone after its first with --no-transfer, on each chip."""
     out = {}
-    for name, v1, v2, shapes in (("resnet50", MODELS / "resnet50.onnx", resnet_v2, None),
-                                 ("bert", bert_v1, bert_v2, BERT_SHAPE)):
-        db = folder / f"incremental-{name}.db"
-        db.unlink(missing_ok=True)
-        reports = [tune(lambda path=db: Bank.open(str(path), create=True),
-                        TuneOptions(model=model, soc_version=TRANSFER_SOC, work_dir=folder,
-                                    input_shapes=shapes or {})) for model in (v1, v2)]
-        with Bank.open(str(db)) as bank:
-            added = {p.repo_key: p.best_us for p in bank.policies() if p.task_id == reports[1].task_id}
-            new = [s.event.repo_key for s in bank.events() if s.event.task_id == reports[1].task_id
-                   and s.event.kind in ("add", "unsatisfied")]
-        ops = with_optima([op for op in _ops(name, v2, TRANSFER_SOC, shapes) if op.group.repo_key in new])
-        ours_ratio = [(added.get(op.group.repo_key) or ours(op, "ga", 1, 0)[0]) / op.optimum_us for op in ops]
-        scratch = [ours(op, "ga", 64, seed)[0] / op.optimum_us for op in ops for seed in range(3)]
-        out[name] = {"v1_measurements": reports[0].measurements, "v2_measurements": reports[1].measurements,
-                     "share": round(reports[1].measurements / reports[0].measurements, 4),
-                     "new_keys": len(ops), "v2 new keys vs optimum": summary(ours_ratio),
-                     "ga from scratch at 64": summary(scratch)}
+    for soc in SOCS:
+        for name in names:
+            v1, shapes = _model(name, folder)
+            v2 = folder / f"{name}_v2.onnx"
+            if name == "bert":
+                write_bert(v2, ffn_last=384)
+            else:
+                dilated(v1, v2)
+            runs = {}
+            for transfer in (True, False):
+                db = folder / f"next-{name}-{soc}-{transfer}.db"
+                db.unlink(missing_ok=True)
+                runs[transfer] = [tune(lambda path=db: Bank.open(str(path), create=True),
+                                       TuneOptions(model=model, soc_version=soc, work_dir=folder,
+                                                   input_shapes=shapes or {}, transfer=transfer))
+                                  for model in (v1, v2)]
+            first, second = runs[True]
+            alone = runs[False][1]
+            out[f"{name}@{soc}"] = {
+                "v1_measurements": first.measurements, "v2_measurements": second.measurements,
+                "share": round(second.measurements / first.measurements, 4),
+                "v2_model_ms": second.model_result_ms, "alone_measurements": alone.measurements,
+                "alone_model_ms": alone.model_result_ms}
     return out
 
 
@@ -298,7 +333,7 @@ def run(seeds: int, budgets: list[int], with_tpe: bool,
             results["scratch"] = run_scratch(with_optima(found["scratch"]), seeds, budgets, with_tpe,
                                              tpe_seeds)
         if "transfer" in parts:
-            results["transfer"] = run_transfer(with_optima(found["transfer"]), seeds, folder)
+            results["transfer"] = run_transfer(seeds, folder)
     return results
 
 
@@ -324,21 +359,23 @@ def table(results: dict[str, Any]) -> str:
                   + ", ".join(f"{k} {v:.3f}" for k, v in scratch["model_latency_ratio"].items())]
     part = results.get("transfer")
     if part:
-        lines += ["", f"New Cube keys of {', '.join(TRANSFER_MODELS)} on {TRANSFER_SOC} ({part['keys']}), "
-                  f"the bank holding ResNet-50's ({part['donors']} policies): ga, geomean / worst", "",
-                  "| budget | with transfer | without | measurements with transfer (mean) |",
-                  "|---|---|---|---|"]
-        for budget, row in part["by_budget"].items():
-            lines.append(f"| {budget} | {row['transfer']['geomean']:.3f} / {row['transfer']['worst']:.3f} | "
-                         f"{row['no transfer']['geomean']:.3f} / {row['no transfer']['worst']:.3f} | "
-                         f"{row['mean measurements with transfer']} |")
-        lines += ["", "| next version | measurements (share of v1's) | new keys | their geomean / worst "
-                  "| ga from scratch at 64 |", "|---|---|---|---|---|"]
-        for name, row in part["incremental"].items():
-            mine, scratch = row["v2 new keys vs optimum"], row["ga from scratch at 64"]
-            lines.append(f"| {name} v2 | {row['v2_measurements']:,} ({row['share']:.1%} of "
-                         f"{row['v1_measurements']:,}) | {row['new_keys']} | {mine['geomean']:.3f} / "
-                         f"{mine['worst']:.3f} | {scratch['geomean']:.3f} / {scratch['worst']:.3f} |")
+        def cell(value: dict[str, Any]) -> str:
+            return f"{value['geomean']:.4f} / {value['worst']:.3f}"
+
+        lines += ["", "Transfer: the target's Cube keys the bank lacks, ga with and without transfer, "
+                  "geomean / worst of best-found / optimum", "",
+                  "| donors -> target (keys) | 16 with | 16 without | 32 with | 32 without |",
+                  "|---|---|---|---|---|"]
+        for split, row in [*part["splits"].items(), ("pooled", {"keys": "-", **part["pooled"]})]:
+            lines.append(f"| {split} ({row['keys']}) | {cell(row['16']['transfer'])} | "
+                         f"{cell(row['16']['no transfer'])} | {cell(row['32']['transfer'])} | "
+                         f"{cell(row['32']['no transfer'])} |")
+        lines += ["", "| next version | measurements (share of v1's) | model ms | with --no-transfer: "
+                  "measurements, model ms |", "|---|---|---|---|"]
+        for name, row in part["next_versions"].items():
+            lines.append(f"| {name} | {row['v2_measurements']:,} ({row['share']:.1%} of "
+                         f"{row['v1_measurements']:,}) | {row['v2_model_ms']:.4f} | "
+                         f"{row['alone_measurements']:,}, {row['alone_model_ms']:.4f} |")
     return "\n".join(lines).strip()
 
 

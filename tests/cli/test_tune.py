@@ -151,9 +151,10 @@ def test_plan_names_the_nearest_known_keys_and_history_what_was_borrowed(
                                             "--json"]).stdout)
     history = runner.invoke(app, ["history", "--repo-key", new[0]["repo_key"], "--db", "b.db"])
     first_task = json.loads(first.stdout)["task_id"]
-    from tunebank.tuner.search.transfer import NEIGHBOURS
+    from tunebank.tuner.search.transfer import SAME_CHIP_NEIGHBOURS
 
-    assert f"{new[0]['nearest'][0]['repo_key']} of {first_task} (1.0) +{NEIGHBOURS - 1}" in history.stdout
+    nearest = new[0]["nearest"][0]["repo_key"]
+    assert f"{nearest} of {first_task} (1.0) +{SAME_CHIP_NEIGHBOURS - 1}" in history.stdout
     assert second["task_id"] in history.stdout
 
 
