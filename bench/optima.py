@@ -5,9 +5,10 @@ The optimum of a key is found by pricing every candidate of its space that fits 
 keyed by chip and repo_key and stamped with the cost model's version; a stale or missing cache
 is made again by one command:
 
-    python bench/optima.py            # every suite of bench/search_quality.py (a few minutes)
+    python bench/optima.py            # the scratch suite of bench/search_quality.py (minutes)
 
-Usage from the benchmarks: :func:`optima` returns the cached entries, pricing what is missing.
+Usage from the benchmarks: :func:`optima` returns the cached entries, pricing what is missing
+(the transfer part's target keys are priced so the first time it runs, about 100 s more).
 """
 
 from __future__ import annotations
