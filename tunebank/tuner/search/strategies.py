@@ -125,8 +125,6 @@ class BaseSearch(ABC):
             patience: stop once this many measurements in a row found nothing better, counted
                 once the descent has ended (ga, rl: a descent still visiting knobs is not
                 stopped) and from the start for random (``None``: spend the whole budget).
-                Kept only if a borrowed candidate beats the default: a neighbour that loses
-                is not trusted to say when to stop.
 
         Raises:
             SearchError: no candidate measured was feasible.
@@ -284,7 +282,8 @@ class BaseSearch(ABC):
         """
         self._frugal = self._is_frugal(dims) or tuple(int(v) for v in best) in self._borrowed
         probing, done = self._frugal, 0
-        movable = [k for k in range(len(dims)) if k not in {i for i, _ in self._switches}]
+        switches = {i for i, _ in self._switches}
+        movable = [k for k in range(len(dims)) if k not in switches]
         order = [int(k) for k in self.rng.permutation(len(dims)) if int(k) in movable]
         self._walk = probing and guide is None and self.budget >= SURVEY_FROM * len(movable)
         if guide is not None:
@@ -543,6 +542,9 @@ class PolicySearch(BaseSearch):
         start, start_us, guide = self._descent_start(space, anchors, evaluate(anchors), dims)
         batch = int(np.clip(self.budget // 4, 8, self.batch))
         best, best_us = self._descend(evaluate, start, start_us, dims, batch, passes=1, guide=guide)
+        if self._best is not None and self._best[0] < best_us and \
+                self._on_default(np.array([self._best[1]]))[0]:  # a seed beat the guided descent
+            best, best_us = np.array(self._best[1]), self._best[0]
         policy = [(1 - self.anchor_weight) / dim + self.anchor_weight * np.eye(dim)[i]
                   for dim, i in zip(dims, best, strict=True)]
         while self.left > 0:
