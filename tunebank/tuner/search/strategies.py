@@ -288,9 +288,8 @@ class BaseSearch(ABC):
         self._walk = probing and guide is None and self.budget >= SURVEY_FROM * len(movable)
         if guide is not None:
             order = [k for k in order if guide[k] != best[k]] + [k for k in order if guide[k] == best[k]]
-        if self._walk:
+        if self._walk:  # not a pass: rl's one pass follows it (alone, 1.127 of the optimum at 32)
             best, best_us, order = self._survey(evaluate, best, best_us, order, dims, unit)
-            done = 1
         while passes is None or done < passes:
             if done and not self._walk:  # each pass in a new random order; a survey's is kept
                 order = [int(k) for k in self.rng.permutation(len(dims)) if int(k) in movable]
