@@ -288,7 +288,8 @@ def main() -> None:
         say(json.dumps(results["result_file"]))
     if "search" in only:
         say("search quality ...")
-        results["search"] = search_quality.run(5, [16, 32, 64, 128], search_quality.has_optuna())
+        results["search"] = search_quality.run(5, [16, 32, 64, 128], search_quality.has_optuna(),
+                                               tpe_seeds=5)
         say(search_quality.table(results["search"]))
     if "end_to_end" in only:
         say("end to end ...")
