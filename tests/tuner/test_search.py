@@ -227,14 +227,22 @@ def _p3_evaluator(work: Workload, space: SearchSpace) -> Evaluator:
     return Evaluator(lambda c: cost.evaluate(work, space, c), fits=cost.fit_check(work, space))
 
 
-def test_a_survey_finds_the_basin_a_first_improvement_misses() -> None:
+def _two_basins_ratios(mode: str, budget: int) -> list[float]:
+    """Best found / optimum on :data:`TWO_BASINS` for 5 seeds, the default priced first."""
     space = conv_space(TWO_BASINS, P3)
     optimum = exact_optimum(CostModel(P3), TWO_BASINS, space).latency_us
+    ratios = []
     for seed in range(5):
         evaluate = _p3_evaluator(TWO_BASINS, space)
         evaluate(np.array([space.default]))
-        result = make_search("ga", 64, np.random.default_rng([seed, 7])).search(space, evaluate)
-        assert result.latency_us < 1.2 * optimum, seed  # 1.63x for two seeds in five before
+        result = make_search(mode, budget, np.random.default_rng([seed, 7])).search(space, evaluate)
+        ratios.append(result.latency_us / optimum)
+    return ratios
+
+
+def test_a_survey_finds_the_basin_a_first_improvement_misses() -> None:
+    ratios = _two_basins_ratios("ga", 64)
+    assert max(ratios) < 1.2, ratios  # 1.63x for two seeds in five before
 
 
 def test_after_a_survey_a_probe_walks_across_a_plateau() -> None:
@@ -287,10 +295,5 @@ def test_another_implementation_is_priced_once_and_the_tiling_is_searched_on_the
 def test_rl_s_one_descent_pass_follows_its_survey() -> None:
     """rl descends one pass before its policy takes over; a survey is not that pass (taken
     alone, the survey's one move left this key 1.55x from its optimum at 32)."""
-    space = conv_space(TWO_BASINS, P3)
-    optimum = exact_optimum(CostModel(P3), TWO_BASINS, space).latency_us
-    for seed in range(5):
-        evaluate = _p3_evaluator(TWO_BASINS, space)
-        evaluate(np.array([space.default]))
-        result = make_search("rl", 32, np.random.default_rng([seed, 7])).search(space, evaluate)
-        assert result.latency_us < 1.2 * optimum, seed
+    ratios = _two_basins_ratios("rl", 32)
+    assert max(ratios) < 1.2, ratios
