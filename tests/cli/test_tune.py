@@ -156,6 +156,10 @@ def test_plan_names_the_nearest_known_keys_and_history_what_was_borrowed(
     nearest = new[0]["nearest"][0]["repo_key"]
     assert f"{nearest} of {first_task} (1.0) +{SAME_CHIP_NEIGHBOURS - 1}" in history.stdout
     assert second["task_id"] in history.stdout
+    # what plan names is what a tune borrows: its own chip's only, never another's
+    other = json.loads(runner.invoke(app, ["plan", "v2.onnx", "--soc-version", "Ascend910B2",
+                                           "--db", "b.db", "--json"]).stdout)
+    assert other and all(k["nearest"] == [] for k in other)
 
 
 @pytest.mark.parametrize(("option", "value", "message"), [

@@ -295,7 +295,7 @@ def plan(
     print_table(["repo_key", "op_type", "ops", "status", "best_us", "nearest known (distance)",
                  "op_names"],
                 [[k.repo_key, k.op_type, len(k.op_names), k.status, k.best_us,
-                  _nearest_cell(k.nearest, soc_version),
+                  _nearest_cell(k.nearest),
                   ", ".join(k.op_names[:3]) + (" ..." if len(k.op_names) > 3 else "")]
                  for k in keys])
     new = [k for k in keys if k.status == "new"]
@@ -303,11 +303,9 @@ def plan(
         f"({sum(len(k.op_names) for k in new)} {'subgraphs' if kind == 'sgat' else 'operators'})")
 
 
-def _nearest_cell(nearest: Sequence[Neighbour], soc_version: str) -> str | None:
-    """A new key's two nearest known keys, with their distance (and chip, if another)."""
-    return ", ".join(f"{n.repo_key} ({n.distance:g}"
-                     + ("" if n.soc_version == soc_version else f", {n.soc_version}") + ")"
-                     for n in nearest[:2]) or None
+def _nearest_cell(nearest: Sequence[Neighbour]) -> str | None:
+    """A new key's two nearest known keys of its chip, with their distance."""
+    return ", ".join(f"{n.repo_key} ({n.distance:g})" for n in nearest[:2]) or None
 
 
 @user_errors

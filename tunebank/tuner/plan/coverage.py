@@ -13,7 +13,7 @@ from tunebank.tuner.model.reading import load_model
 from tunebank.tuner.plan.grouping import KeyGroup, TunePlan, plan_tune
 from tunebank.tuner.plan.selection import TuneSelection
 from tunebank.tuner.plan.subgraphs import plan_subgraphs
-from tunebank.tuner.search.transfer import Donors, Neighbour
+from tunebank.tuner.search.transfer import Donors, Neighbour, borrowed_from
 
 
 @dataclass(frozen=True)
@@ -46,8 +46,7 @@ def coverage(bank: Bank, model: Path, soc_version: str,
         return found
     groups = {g.repo_key: g for g in plan.groups}
     donors = Donors.load(bank, {k.op_type for k in found if k.status == "new"})
-    return [replace(k, nearest=tuple(donors.nearest(groups[k.repo_key].info, soc_version,
-                                                    k.repo_key)))
+    return [replace(k, nearest=borrowed_from(donors, groups[k.repo_key].info, soc_version, k.repo_key))
             if k.status == "new" else k for k in found]
 
 

@@ -302,6 +302,14 @@ class Start:
     patience: int | None
 
 
+def borrowed_from(donors: Donors | None, info: Mapping[str, Any], soc_version: str,
+                  repo_key: str) -> tuple[Neighbour, ...]:
+    """The known keys a new key's search borrows from: the :data:`SAME_CHIP_NEIGHBOURS`
+    nearest of its own chip (see :func:`start_from`), nearest first."""
+    found = donors.nearest(info, soc_version, repo_key) if donors is not None else []
+    return tuple(n for n in found if n.soc_version == soc_version)[:SAME_CHIP_NEIGHBOURS]
+
+
 def start_from(donors: Donors | None, info: Mapping[str, Any], repo_key: str, soc_version: str,
                space: SearchSpace, cost: CostModel, work: Workload, budget: int) -> Start:
     """How `bank tune` starts a new key's search from ``donors`` (none: from the default): from
@@ -314,8 +322,7 @@ def start_from(donors: Donors | None, info: Mapping[str, Any], repo_key: str, so
     Inception-v1's new keys on Ascend310P3 after DenseNet-121's on Ascend910B2 ended at 1.034
     against 1.031; and a default tune of ResNet-50 on Ascend310P3 after its Ascend910B2 keys
     measured 74% less but gave a model 1.5% slower."""
-    found = donors.nearest(info, soc_version, repo_key) if donors is not None else []
-    neighbours = tuple(n for n in found if n.soc_version == soc_version)[:SAME_CHIP_NEIGHBOURS]
+    neighbours = borrowed_from(donors, info, soc_version, repo_key)
     borrowed = tuple(map_into(space, n.knowledge, cost, work) for n in neighbours)
     patience = max(PATIENCE_MIN, min(budget, space.size) // PATIENCE_SHARE) if borrowed else None
     return Start(neighbours, borrowed, patience)
