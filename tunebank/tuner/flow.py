@@ -291,8 +291,8 @@ def tune_keys(run: TaskRun, loaded: dict[str, dict[str, Any]], reporter: Reporte
     reporter.task_begins(f"{run.options.model.stem} on {run.options.soc_version}{where}")
     todo, known = reuse_known(run)
     if run.options.transfer and todo and run.options.job_type == "opat":
-        run.donors = Donors.load(run.bank, {g.op_type for g in todo}, run.backend.name,
-                                 exclude_task=run.task_id)
+        run.donors = Donors.load(run.bank, {g.op_type for g in todo}, run.options.soc_version,
+                                 run.backend.name, exclude_task=run.task_id)
     reporter.start(len(todo), len(run.plan.groups) - len(todo))
     if executor is not None:
         _tune_on(executor, run, todo, known, loaded, reporter)

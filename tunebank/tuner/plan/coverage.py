@@ -45,7 +45,7 @@ def coverage(bank: Bank, model: Path, soc_version: str,
     if job_type != "opat" or not any(k.status == "new" for k in found):
         return found
     groups = {g.repo_key: g for g in plan.groups}
-    donors = Donors.load(bank, {k.op_type for k in found if k.status == "new"})
+    donors = Donors.load(bank, {k.op_type for k in found if k.status == "new"}, soc_version)
     return [replace(k, nearest=borrowed_from(donors, groups[k.repo_key].info, soc_version, k.repo_key))
             if k.status == "new" else k for k in found]
 

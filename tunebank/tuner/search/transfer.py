@@ -187,12 +187,13 @@ class Donors:
         self._size = sum(len(members) for members in grouped.values())
 
     @classmethod
-    def load(cls, bank: Bank, op_types: Iterable[str | None], backend: str = "sim",
-             exclude_task: str | None = None) -> Donors:
-        """The policies ``backend`` measured, on every chip, for the families of ``op_types``
-        (times from another backend are not comparable), but those of ``exclude_task`` (a
-        resumed tune does not borrow from its own first part, so it searches as the
-        uninterrupted tune would have)."""
+    def load(cls, bank: Bank, op_types: Iterable[str | None], soc_version: str | None = None,
+             backend: str = "sim", exclude_task: str | None = None) -> Donors:
+        """The policies ``backend`` measured on ``soc_version`` (every chip for None) for the
+        families of ``op_types`` (times from another backend are not comparable), but those of
+        ``exclude_task`` (a resumed tune does not borrow from its own first part, so it
+        searches as the uninterrupted tune would have). A tune reads its own chip's only: it
+        borrows from no other (:func:`borrowed_from`)."""
         from tunebank.bank import PolicyFilter
 
         types = set(op_types)
@@ -200,7 +201,8 @@ class Donors:
         wanted = ({t for t in types if t} | (set(CONV_OPS) if "conv" in families else set())
                   | (set(MATMUL_OPS) if "matmul" in families else set()))
         return cls((p for op_type in sorted(wanted)
-                    for p in bank.policies(PolicyFilter(op_type=op_type, backend=backend))),
+                    for p in bank.policies(PolicyFilter(soc_version=soc_version, op_type=op_type,
+                                                        backend=backend))),
                    exclude_task, backend)
 
     def __len__(self) -> int:
