@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -226,6 +227,12 @@ def test_chip_names_complete_from_the_cost_model_and_the_bank(tmp_path: Path) ->
     (tmp_path / "not-a-bank.db").write_text("hello")
     for bad in (str(tmp_path / "not-a-bank.db"), str(tmp_path / "none.db"), "postgresql://x@h:1/d"):
         assert completed(f"bank query --db {bad} --soc-version ") == known
+    hostile = tmp_path / "hostile.db"  # a bank edited by hand: its chip names are data
+    hostile.write_bytes(Path(db).read_bytes())
+    with sqlite3.connect(hostile) as conn:
+        conn.execute("UPDATE task SET soc_version = ?", ("Ascend\x1b[31m; rm -rf ~",))
+        conn.execute("UPDATE policy SET soc_version = ?", ("../Ascend910",))
+    assert completed(f"bank query --db {hostile} --soc-version ") == known
 
 
 @pytest.mark.parametrize("command", ["tune", "plan", "diff", "export"])
