@@ -132,12 +132,15 @@ class BaseSearch(ABC):
         self._best: tuple[float, tuple[int, ...]] | None = None
         self._evaluate = evaluate
         self._start = 0  # the budget counts every distinct candidate measured, the default included
-        self._borrowed = [tuple(int(v) for v in row) for row in borrowed]
+        self._switches = [(i, space.default[i]) for i, knob in enumerate(space.knobs) if knob.switch]
+        # a borrowed policy of another implementation is priced among the seeds already, and
+        # says nothing of this one's knobs: it neither seeds nor guides (see _descent_start)
+        self._borrowed = [tuple(int(v) for v in row) for row in borrowed
+                          if all(row[i] == default for i, default in self._switches)]
         self._patience = patience
         self._last_gain = 0
         self._settled = self.name == "random"  # early stop waits for the end of the descent
         self._lines = {}
-        self._switches = [(i, space.default[i]) for i, knob in enumerate(space.knobs) if knob.switch]
         self._progress: Progress | None = progress
         self._step = self._total = 0
         if space.size <= self.budget and self.name != "exhaustive" and not self._borrowed:
