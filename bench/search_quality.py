@@ -278,13 +278,15 @@ def run_transfer(seeds: int, folder: Path, splits: Sequence[tuple[str, str]] = S
         out["splits"][f"{donor} -> {target}"] = row
     for budget, (with_all, without_all) in pooled.items():
         out["pooled"][str(budget)] = {"transfer": summary(with_all), "no transfer": summary(without_all)}
-    out["next_versions"] = next_versions(folder)
+    out["next_versions"] = next_versions(folder, seeds=seeds)
     return out
 
 
-def next_versions(folder: Path, names: Sequence[str] = NEXT_VERSIONS) -> dict[str, Any]:
+def next_versions(folder: Path, names: Sequence[str] = NEXT_VERSIONS, seeds: int = 1) -> dict[str, Any]:
     """Each model's next version tuned after its first with the default budget (transfer on),
-    against the next version tuned alone after its first with --no-transfer, on each chip."""
+    against the next version tuned alone after its first with --no-transfer, on each chip,
+    with ``seeds`` seeds (`bank tune --seed`): measurements summed over the seeds, modelled
+    model times as their geomean, and the seeds on which transfer gave the slower model."""
     out = {}
     for soc in SOCS:
         for name in names:
@@ -294,21 +296,34 @@ def next_versions(folder: Path, names: Sequence[str] = NEXT_VERSIONS) -> dict[st
                 write_bert(v2, ffn_last=384)
             else:
                 dilated(v1, v2)
-            runs = {}
-            for transfer in (True, False):
-                db = folder / f"next-{name}-{soc}-{transfer}.db"
-                db.unlink(missing_ok=True)
-                runs[transfer] = [tune(lambda path=db: Bank.open(str(path), create=True),
-                                       TuneOptions(model=model, soc_version=soc, work_dir=folder,
-                                                   input_shapes=shapes or {}, transfer=transfer))
-                                  for model in (v1, v2)]
-            first, second = runs[True]
-            alone = runs[False][1]
+            row: dict[str, Any] = defaultdict(float)
+            times: dict[bool, list[float]] = {True: [], False: []}
+            slower = []
+            for seed in range(seeds):
+                runs = {}
+                for transfer in (True, False):
+                    db = folder / f"next-{name}-{soc}-{transfer}.db"
+                    db.unlink(missing_ok=True)
+                    runs[transfer] = [tune(lambda path=db: Bank.open(str(path), create=True),
+                                           TuneOptions(model=model, soc_version=soc, work_dir=folder,
+                                                       input_shapes=shapes or {}, transfer=transfer,
+                                                       seed=seed))
+                                      for model in (v1, v2)]
+                first, second = runs[True]
+                alone = runs[False][1]
+                row["v1_measurements"] += first.measurements
+                row["v2_measurements"] += second.measurements
+                row["alone_measurements"] += alone.measurements
+                times[True].append(second.model_result_ms)
+                times[False].append(alone.model_result_ms)
+                if second.model_result_ms > alone.model_result_ms:
+                    slower.append(seed)
             out[f"{name}@{soc}"] = {
-                "v1_measurements": first.measurements, "v2_measurements": second.measurements,
-                "share": round(second.measurements / first.measurements, 4),
-                "v2_model_ms": second.model_result_ms, "alone_measurements": alone.measurements,
-                "alone_model_ms": alone.model_result_ms}
+                **{k: int(v) for k, v in row.items()},
+                "share": round(row["v2_measurements"] / row["v1_measurements"], 4),
+                "v2_model_ms": round(geomean(times[True]), 6),
+                "alone_model_ms": round(geomean(times[False]), 6),
+                "slower_seeds": slower, "seeds": seeds}
     return out
 
 
@@ -370,12 +385,16 @@ def table(results: dict[str, Any]) -> str:
             lines.append(f"| {split} ({row['keys']}) | {cell(row['16']['transfer'])} | "
                          f"{cell(row['16']['no transfer'])} | {cell(row['32']['transfer'])} | "
                          f"{cell(row['32']['no transfer'])} |")
-        lines += ["", "| next version | measurements (share of v1's) | model ms | with --no-transfer: "
-                  "measurements, model ms |", "|---|---|---|---|"]
+        seeds = next(iter(part["next_versions"].values()), {}).get("seeds", 1)
+        lines += ["", f"Next versions, {seeds} seed(s): measurements summed over the seeds, model "
+                  "times their geomean.", "",
+                  "| next version | measurements (share of v1's) | model ms | with --no-transfer: "
+                  "measurements, model ms | seeds where transfer is slower |", "|---|---|---|---|---|"]
         for name, row in part["next_versions"].items():
             lines.append(f"| {name} | {row['v2_measurements']:,} ({row['share']:.1%} of "
                          f"{row['v1_measurements']:,}) | {row['v2_model_ms']:.4f} | "
-                         f"{row['alone_measurements']:,}, {row['alone_model_ms']:.4f} |")
+                         f"{row['alone_measurements']:,}, {row['alone_model_ms']:.4f} | "
+                         f"{', '.join(map(str, row['slower_seeds'])) or 'none'} |")
     return "\n".join(lines).strip()
 
 

@@ -26,7 +26,7 @@ LABELLED = {"format", "impl"}
 def another_implementation(knowledge: Mapping[str, Any]) -> bool:
     """Whether a policy runs its operator otherwise than on the Cube (``impl`` other than
     ``cube``, every space's default): its tiling knobs then mean nothing."""
-    return knowledge.get("impl", IMPL_LABELS[0]) != IMPL_LABELS[0]
+    return bool(knowledge.get("impl", IMPL_LABELS[0]) != IMPL_LABELS[0])
 
 
 @dataclass(frozen=True)
