@@ -277,8 +277,8 @@ class BaseSearch(ABC):
         A frugal budget of :data:`SURVEY_FROM` measurements a knob or more starts with a survey
         (:meth:`_survey`): every knob probed from the start, the moves that gained joined
         (:meth:`_join`), and the passes after it visit the knobs in the order of what they
-        gained. Switch knobs
-        (:attr:`Knob.switch`) are never moved: their other values were priced among the seeds.
+        gained. Switch knobs (:attr:`Knob.switch`) are never moved: their other values were
+        priced among the seeds.
         A ``guide`` (a neighbour's policy) replaces the survey: its first pass visits the knobs
         the guide sets otherwise than ``best`` first.
 

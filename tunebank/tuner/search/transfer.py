@@ -312,9 +312,9 @@ def borrowed_from(donors: Donors | None, info: Mapping[str, Any], soc_version: s
 
     A policy run on the vector unit (:func:`another_implementation`) says nothing of a
     tiling, and the search prices the vector unit among its first candidates anyway. Such are
-    the policies of the CNNs' classifier Gemms (one row), BERT's only Cube neighbours in a bank
-    of CNNs: as guides they left BERT's new keys on Ascend310P3 at 1.182 of the optimum at 16
-    measurements and 1.096 at 32, against 1.169 and 1.081 from scratch."""
+    the policies of the CNNs' classifier Gemms (one row each), the only neighbours BERT's
+    matmuls have in a bank of CNNs: as guides they left BERT's new keys on Ascend310P3 at 1.182
+    of the optimum at 16 measurements and 1.096 at 32, against 1.169 and 1.081 from scratch."""
     found = donors.nearest(info, soc_version, repo_key) if donors is not None else []
     return tuple(n for n in found if n.soc_version == soc_version
                  and not another_implementation(n.knowledge))[:SAME_CHIP_NEIGHBOURS]
