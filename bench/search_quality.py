@@ -1,7 +1,7 @@
 """Search quality on the sim backend, against every key's exact optimum.
 
 Usage: python bench/search_quality.py [--seeds 5] [--budgets 16,32,64,128] [--no-tpe]
-                                      [--only scratch,transfer]
+                                      [--only scratch,transfer,heldout]
 
 The reference of every key is its exact optimum (bench/optima.py, cached in bench/optima.json),
 never the best of long runs of the methods judged. Every strategy's budget counts distinct
@@ -15,6 +15,9 @@ candidates measured, the compiler's default included, as `bank tune --budget` do
   and matmul; vector) and budget: the geomean and the worst of best-found / optimum over keys x
   seeds, and the whole-model latency ratio (each key's time times its operators, summed, over
   the same at the optimum; geomean over models, chips and seeds).
+- ``heldout``: ga alone, as in ``scratch``, on the Cube keys of the other bundled CNNs
+  (:data:`HELD_OUT`), on which no search setting was chosen (not run by default: 294 keys, a
+  minute).
 - ``transfer``: for each split of :data:`SPLITS` (the bank holding default `bank tune`s of
   the donor models on the donor chip), the target model's Cube keys the bank lacks, searched
   by ga with transfer (:func:`tunebank.tuner.search.transfer.start_from`, as `bank tune` starts
@@ -104,12 +107,18 @@ def _ops(name: str, path: Path, soc_name: str, shapes: dict[str, Any] | None = N
     return [Operator(name, soc_name, group, cost) for group in plan.groups]
 
 
+HELD_OUT = ("inception_v1", "vgg19", "densenet121", "squeezenet")
+"""The bundled models whose keys no search setting was chosen on (the ``heldout`` part)."""
+
+
 def suites(folder: Path) -> dict[str, list[Operator]]:
-    """The keys the scratch part judges (without their optima)."""
+    """The keys the scratch and heldout parts judge (without their optima)."""
     bert = write_bert(folder / "bert.onnx")
     scratch = [op for soc in SOCS for op in [*_ops("resnet50", MODELS / "resnet50.onnx", soc),
                                              *_ops("bert", bert, soc, BERT_SHAPE)]]
-    return {"scratch": scratch}
+    held_out = [op for soc in SOCS for name in HELD_OUT
+                for op in _ops(name, MODELS / f"{name}.onnx", soc) if op.family == "cube"]
+    return {"scratch": scratch, "heldout": held_out}
 
 
 def with_optima(ops: Sequence[Operator]) -> list[Operator]:
@@ -347,15 +356,33 @@ def run(seeds: int, budgets: list[int], with_tpe: bool,
         if "scratch" in parts:
             results["scratch"] = run_scratch(with_optima(found["scratch"]), seeds, budgets, with_tpe,
                                              tpe_seeds)
+        if "heldout" in parts:
+            results["heldout"] = run_heldout(with_optima(found["heldout"]), seeds, budgets)
         if "transfer" in parts:
             results["transfer"] = run_transfer(seeds, folder)
     return results
+
+
+def run_heldout(ops: list[Operator], seeds: int, budgets: list[int]) -> dict[str, Any]:
+    """ga from an empty bank on keys no setting was chosen on: is a gain on the scratch part
+    this suite's alone?"""
+    return {"keys": len(ops), "seeds": seeds, "ratio": {
+        str(budget): summary([ours(op, "ga", budget, seed)[0] / op.optimum_us
+                              for op in ops for seed in range(seeds)]) for budget in budgets}}
 
 
 def table(results: dict[str, Any]) -> str:
     """The results as Markdown: geomean / worst per strategy and budget, Cube and vector keys
     apart; the whole-model latency ratio; transfer and incremental re-tunes."""
     lines: list[str] = []
+    held = results.get("heldout")
+    if held:
+        lines += [f"Held out ({', '.join(HELD_OUT)}; {held['keys']} Cube keys, {held['seeds']} "
+                  "seeds), ga from an empty bank: geomean / worst of best-found / optimum", "",
+                  "| budget | " + " | ".join(held["ratio"]) + " |",
+                  "|---|" + "---|" * len(held["ratio"]),
+                  "| ga | " + " | ".join(f"{r['geomean']:.4f} / {r['worst']:.3f}"
+                                         for r in held["ratio"].values()) + " |", ""]
     scratch = results.get("scratch")
     if scratch:
         cells: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
