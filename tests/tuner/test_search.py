@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tunebank.tuner.measure.backend import BackendSettings, KeyWork
 from tunebank.tuner.measure.costmodel import CostModel
@@ -356,3 +358,50 @@ def test_rl_s_one_descent_pass_follows_its_survey() -> None:
     alone, the survey's one move left this key 1.55x from its optimum at 32)."""
     ratios = _two_basins_ratios("rl", 32)
     assert max(ratios) < 1.2, ratios
+
+
+@settings(max_examples=60, deadline=None)
+@given(mode=st.sampled_from(["ga", "rl"]), family=st.sampled_from(["conv", "matmul"]),
+       budget=st.one_of(st.integers(20, 32), st.integers(1, 160)),  # a survey from 22 (conv), 28
+       seed=st.integers(0, 2**16),
+       borrowed=st.lists(st.lists(st.integers(0, 8), min_size=15, max_size=15), max_size=3))
+def test_every_search_keeps_the_budget_measures_nothing_twice_and_returns_its_best(
+        mode: str, family: str, budget: int, seed: int, borrowed: list[list[int]]) -> None:
+    """The laws a search keeps whatever path it takes (probes, repairs, a survey and its join,
+    a guide, the genetic phase): it measures exactly its budget, never a candidate twice, and
+    returns the fastest candidate it measured."""
+    work: Workload = TWO_BASINS if family == "conv" else MatmulWork(16, 128, 32, 128, False)
+    space = conv_space(TWO_BASINS, P3) if family == "conv" else matmul_space(work, P3)  # type: ignore[arg-type]
+    dims = [len(k.values) for k in space.knobs]
+    cost = CostModel(P3)
+    measured: list[tuple[tuple[int, ...], float]] = []
+
+    def latency(rows: np.ndarray) -> np.ndarray:
+        found = cost.evaluate(work, space, rows)
+        measured.extend((tuple(int(v) for v in row), float(t)) for row, t in zip(rows, found, strict=True))
+        return found
+
+    evaluate = Evaluator(latency, fits=cost.fit_check(work, space))
+    evaluate(np.array([space.default]))
+    seeds = [tuple(v % d for v, d in zip(row, dims, strict=False)) for row in borrowed]
+    result = make_search(mode, budget, np.random.default_rng(seed)).search(space, evaluate, borrowed=seeds)
+    rows = [row for row, _ in measured]
+    assert len(rows) == len(set(rows)) == result.measurements == budget
+    assert result.latency_us == min(t for _, t in measured)
+    assert (result.candidate, result.latency_us) in measured
+
+
+@pytest.mark.parametrize("mode", ["ga", "rl"])
+@pytest.mark.parametrize("family", ["conv", "matmul"])
+def test_a_survey_cut_short_by_the_budget_measures_no_more(mode: str, family: str) -> None:
+    """Budgets at the survey's threshold (2 measurements a knob: 22 for a convolution, 28 for
+    a matmul), where the survey can spend the budget before its join: exactly the budget."""
+    work: Workload = TWO_BASINS if family == "conv" else MatmulWork(16, 128, 32, 128, False)
+    space = conv_space(TWO_BASINS, P3) if family == "conv" else matmul_space(work, P3)  # type: ignore[arg-type]
+    cost = CostModel(P3)
+    for budget in range(20, 34):
+        for seed in range(3):
+            evaluate = Evaluator(lambda c: cost.evaluate(work, space, c), fits=cost.fit_check(work, space))
+            evaluate(np.array([space.default]))
+            result = make_search(mode, budget, np.random.default_rng(seed)).search(space, evaluate)
+            assert result.measurements == budget, (budget, seed)
