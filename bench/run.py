@@ -289,7 +289,7 @@ def main() -> None:
     if "search" in only:
         say("search quality ...")
         results["search"] = search_quality.run(5, [16, 32, 64, 128], search_quality.has_optuna(),
-                                               tpe_seeds=5)
+                                               ("scratch", "heldout", "transfer"), tpe_seeds=5)
         say(search_quality.table(results["search"]))
     if "end_to_end" in only:
         say("end to end ...")

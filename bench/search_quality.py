@@ -375,14 +375,6 @@ def table(results: dict[str, Any]) -> str:
     """The results as Markdown: geomean / worst per strategy and budget, Cube and vector keys
     apart; the whole-model latency ratio; transfer and incremental re-tunes."""
     lines: list[str] = []
-    held = results.get("heldout")
-    if held:
-        lines += [f"Held out ({', '.join(HELD_OUT)}; {held['keys']} Cube keys, {held['seeds']} "
-                  "seeds), ga from an empty bank: geomean / worst of best-found / optimum", "",
-                  "| budget | " + " | ".join(held["ratio"]) + " |",
-                  "|---|" + "---|" * len(held["ratio"]),
-                  "| ga | " + " | ".join(f"{r['geomean']:.4f} / {r['worst']:.3f}"
-                                         for r in held["ratio"].values()) + " |", ""]
     scratch = results.get("scratch")
     if scratch:
         cells: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
@@ -399,6 +391,14 @@ def table(results: dict[str, Any]) -> str:
                       for (name, fam), row in sorted(cells.items()) if fam == family]
         lines += ["", "Whole-model latency / at the optimum (geomean over models, chips, seeds): "
                   + ", ".join(f"{k} {v:.3f}" for k, v in scratch["model_latency_ratio"].items())]
+    held = results.get("heldout")
+    if held:
+        lines += ["", f"Held out ({', '.join(HELD_OUT)}; {held['keys']} Cube keys, "
+                  f"{held['seeds']} seeds), ga from an empty bank: geomean / worst of best-found "
+                  "/ optimum", "", "| budget | " + " | ".join(held["ratio"]) + " |",
+                  "|---|" + "---|" * len(held["ratio"]),
+                  "| ga | " + " | ".join(f"{r['geomean']:.4f} / {r['worst']:.3f}"
+                                         for r in held["ratio"].values()) + " |"]
     part = results.get("transfer")
     if part:
         def cell(value: dict[str, Any]) -> str:
