@@ -52,10 +52,9 @@ from bench.search_quality import (  # noqa: E402
     _ops,
     geomean,
     ours,
+    versions,
     with_optima,
 )
-from fixtures.make_bert import write as write_bert  # noqa: E402
-from fixtures.model_versions import dilated  # noqa: E402
 from tunebank.bank import Bank  # noqa: E402
 from tunebank.tuner.flow import tune  # noqa: E402
 from tunebank.tuner.measure.space import SearchSpace  # noqa: E402
@@ -198,12 +197,7 @@ def run_next(seeds: int, pool: int, names: Sequence[str] = NEXT_VERSIONS) -> str
         folder = Path(tmp)
         for soc in SOCS:
             for name in names:
-                v1, shapes = _model(name, folder)
-                v2 = folder / f"{name}_v2.onnx"
-                if name == "bert":
-                    write_bert(v2, ffn_last=384)
-                else:
-                    dilated(v1, v2)
+                v1, v2, shapes = versions(name, folder)
                 known = [op for op in _ops(name, v1, soc, shapes) if op.family == "cube"]
                 models = {family: fit([op for op in known if op.group.space.family == family])[0]
                           for family in {op.group.space.family for op in known}}

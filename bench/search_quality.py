@@ -246,6 +246,18 @@ def _model(name: str, folder: Path) -> tuple[Path, dict[str, Any] | None]:
     return MODELS / f"{name}.onnx", None
 
 
+def versions(name: str, folder: Path) -> tuple[Path, Path, dict[str, Any] | None]:
+    """A model of the suites by name, its next version (fixtures.model_versions: 3x3
+    convolutions dilated; BERT's last feed-forward layer wider), and its input shapes."""
+    v1, shapes = _model(name, folder)
+    v2 = folder / f"{name}_v2.onnx"
+    if name == "bert":
+        write_bert(v2, ffn_last=384)
+    else:
+        dilated(v1, v2)
+    return v1, v2, shapes
+
+
 def _donors(folder: Path, models: Sequence[str], soc: str) -> tuple[Donors, set[tuple[str, str]]]:
     """The policies default `bank tune`s of ``models`` leave in a new bank, and their keys."""
     db = folder / f"{'+'.join(models)}-{soc}.db"
@@ -299,12 +311,7 @@ def next_versions(folder: Path, names: Sequence[str] = NEXT_VERSIONS, seeds: int
     out = {}
     for soc in SOCS:
         for name in names:
-            v1, shapes = _model(name, folder)
-            v2 = folder / f"{name}_v2.onnx"
-            if name == "bert":
-                write_bert(v2, ffn_last=384)
-            else:
-                dilated(v1, v2)
+            v1, v2, shapes = versions(name, folder)
             row: dict[str, Any] = defaultdict(float)
             times: dict[bool, list[float]] = {True: [], False: []}
             slower = []
