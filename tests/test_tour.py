@@ -50,7 +50,10 @@ def run_tour(tmp_path: Path, *args: str) -> str:
     (shims / "bank").write_text(
         f'#!/bin/sh\nexec "{sys.executable}" -c "from tunebank.cli.main import run; run()" "$@"\n')
     (shims / "bank").chmod(0o755)
-    (shims / "python").symlink_to(sys.executable)
+    # a script, not a link: a link to a venv's interpreter outside the venv's folder starts the
+    # base interpreter, without the venv's packages (issue 41)
+    (shims / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (shims / "python").chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k not in CALLER_ENV}
     env.update(PATH=f"{shims}{os.pathsep}{env.get('PATH', '')}", PYTHONPATH=str(ROOT),
                PYTHONDONTWRITEBYTECODE="1", TMPDIR=str(tmp_path), COLUMNS="200")

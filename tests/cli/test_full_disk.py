@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,8 @@ def full_disk() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _fill(folder: Path) -> None:
+def _fill(folder: Path, leave_kib: int = 0) -> None:
+    """Fill the disk to its last byte, then give ``leave_kib`` KiB back."""
     with (folder / "filler").open("wb") as handle:
         try:
             while True:
@@ -51,6 +53,11 @@ def _fill(folder: Path) -> None:
                 handle.flush()
         except OSError:
             pass
+        with suppress(OSError):
+            handle.close()
+    if leave_kib:
+        filler = folder / "filler"
+        os.truncate(filler, filler.stat().st_size - leave_kib * 1024)
 
 
 def _refused(*args: str) -> str:
@@ -76,6 +83,18 @@ def test_a_new_bank_on_a_full_disk_leaves_no_file(full_disk: Path) -> None:
     db = full_disk / "b.db"
     line = _refused("init", "--db", str(db))
     assert str(db) in line
+    assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
+
+
+@pytest.mark.parametrize("free_kib", [20, 40])
+def test_a_new_bank_on_a_nearly_full_disk_says_the_disk_is_full(full_disk: Path,
+                                                                 free_kib: int) -> None:
+    """Issue 41: with a few pages free SQLite makes the file, then fails on the -wal or -shm,
+    and said "disk I/O error" (20 KiB) or "database or disk is full" (40 KiB) in its words."""
+    _fill(full_disk, free_kib)
+    db = full_disk / "b.db"
+    line = _refused("init", "--db", str(db))
+    assert line.startswith(f"bank: error: bank {db}: its disk is full"), line
     assert sorted(p.name for p in full_disk.iterdir()) == ["filler"]
 
 

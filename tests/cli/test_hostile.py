@@ -585,6 +585,11 @@ def test_whatever_a_backend_answers_is_checked_times_or_one_refusal(answer: obje
     assert all(t == np.inf or MIN_US <= t <= MAX_US for t in times)
 
 
+class TomlText(str):
+    """A value written into a campaign file as it is: what JSON cannot spell (an integer of
+    5,000 digits, which Python will not even turn into text, ``inf``, ``nan``)."""
+
+
 CAMPAIGN_TEXT = '''chips = ["Ascend310"]
 budget = 4
 seed = 1
@@ -598,7 +603,11 @@ path = "squeezenet.onnx"
 @given(field=st.sampled_from(["budget", "seed", "noise", "run_loop", "measure_timeout_s", "mode",
                               "backend", "chips", "retune", "transfer"]),
        value=st.one_of(st.integers(-(2**70), 2**70), st.floats(allow_nan=False),
-                       st.text(max_size=20), st.booleans(), st.lists(st.integers(), max_size=3)))
+                       st.text(max_size=20), st.booleans(), st.lists(st.integers(), max_size=3),
+                       st.builds(lambda sign, n: TomlText(sign + "9" * n), st.sampled_from(["", "-"]),
+                                 st.integers(4000, 6000)),
+                       st.sampled_from([TomlText(t) for t in ("inf", "-inf", "nan", "1e400",
+                                                              "0x" + "f" * 4000)])))
 def test_hostile_campaign_values(field: str, value: object, scratch: Path) -> None:
     """Any value for any field of a campaign file: a tune, or one line naming the file and the
     field, and no bank. (A tune that runs is kept short: budget and chips stay small.)"""
@@ -608,7 +617,7 @@ def test_hostile_campaign_values(field: str, value: object, scratch: Path) -> No
     folder.mkdir()
     shutil.copyfile(SQUEEZENET, folder / "squeezenet.onnx")
     lines = [line for line in CAMPAIGN_TEXT.splitlines() if not line.startswith(f"{field} =")]
-    lines.insert(0, f"{field} = {json.dumps(value)}")
+    lines.insert(0, f"{field} = {value if isinstance(value, TomlText) else json.dumps(value)}")
     (folder / "c.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     if field in ("budget", "run_loop") and isinstance(value, int) and not isinstance(value, bool) \
             and value > 4:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -91,11 +92,20 @@ def test_a_campaign_file_runs_its_models_chips_and_settings(folder: Path,
     (("models/squeezenet.onnx", "x" * 300 + ".onnx"), [], "c.toml: models[0].path: 'xxxxx"),
     (('tune_ops_file = "ops.json"', 'input_shapes = "data_0:1,' + "9" * 400 + '"'), [],
      "c.toml: models[1].input_shapes: --input-shape: 'data_0:1,999"),
+    # issue 41: an integer past Python's 4,300 digits was a ValueError traceback; a path that
+    # exists but is no file was "no such file"
+    (("budget = 8", "budget = " + "9" * 5000), [], "c.toml: a value cannot be read (Exceeds the"),
+    (("seed = 4", "seed = " + "9" * 4000), [], "c.toml: seed: an integer of about 4001 digits is out"),
+    (("models/squeezenet.onnx", "models"), [], "c.toml: models[0].path: models: is a folder, not"),
+    (("models/squeezenet.onnx", "/dev/zero"), [],
+     "c.toml: models[0].path: /dev/zero: not a regular file (a device, a pipe or a socket)"),
+    (("models/squeezenet.onnx", "fifo.onnx"), [], "fifo.onnx: not a regular file (a device, a pipe"),
 ])
 def test_a_bad_campaign_file_is_one_line_naming_the_field_and_writes_nothing(
         folder: Path, monkeypatch: pytest.MonkeyPatch, edit: tuple[str, str], args: list[str],
         message: str) -> None:
     monkeypatch.chdir(folder)
+    os.mkfifo(folder / "fifo.onnx")
     text = (folder / "c.toml").read_text(encoding="utf-8")
     (folder / "c.toml").write_text(text.replace(*edit, 1) if edit[0] else text, encoding="utf-8")
     result = runner.invoke(app, ["tune", "--campaign", "c.toml", "--db", "b.db", *args])

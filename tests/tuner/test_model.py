@@ -114,3 +114,46 @@ def test_a_model_with_a_dimension_that_is_not_positive_is_refused_naming_the_ope
 def test_input_shapes_beyond_any_real_dimension_are_refused(text: str) -> None:
     with pytest.raises(ModelError, match="with dimensions from 1 to 2,147,483,647"):
         parse_input_shapes(text)
+
+
+def test_a_fixed_dimension_given_otherwise_names_the_input_dimension_and_both_values(
+        bert_models: tuple[Path, Path]) -> None:
+    """Issue 41: a hidden size of 768 given for a model whose hidden size is fixed at 128 was
+    "shape inference failed: ... expected to have type but instead is null"."""
+    v1, _ = bert_models
+    with pytest.raises(ModelError, match=r"^--input-shape: input 'input_ids_embedded': dimension "
+                                         r"2 is 128 in .*bert_v1\.onnx, 768 given"):
+        load_model(v1, {"input_ids_embedded": (1, 64, 768)})
+
+
+def test_a_model_read_allocates_what_the_file_holds_not_the_cap(tmp_path: Path) -> None:
+    """Issue 41: reading a model reserved its 2 GiB cap before reading (``read(limit + 1)``),
+    so under any address-space limit below that every tune was a MemoryError traceback. Here a
+    tune runs under a 1.5 GiB limit, as under a batch scheduler's ``ulimit -v``."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1536 * 2**20, 1536 * 2**20))
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", "from tunebank.cli.main import run; run()", "tune",
+         str(MODELS / "squeezenet.onnx"), "--soc-version", "Ascend910B2", "--db",
+         str(tmp_path / "b.db"), "--budget", "4", "-q", "--json"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)}, preexec_fn=limit,
+        capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert '"repo_summary"' in done.stdout
+
+
+def test_a_file_that_says_it_is_empty_is_still_read_whole(tmp_path: Path) -> None:
+    """/proc's files report a size of 0: what they hold is read in chunks, up to the cap."""
+    from tunebank.bank.formats.jsontext import read_bytes
+
+    data = read_bytes(Path("/proc/self/status"), ModelError)
+    assert data.startswith(b"Name:") and len(data) > 100
+    with pytest.raises(ModelError, match="more than the 0 MiB"):
+        read_bytes(Path("/proc/self/status"), ModelError, limit=10)

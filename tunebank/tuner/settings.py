@@ -53,7 +53,7 @@ class Setting:
         if self.bounds is not None:
             low, high, unit = self.bounds
             if not low <= value <= high:
-                text = f"{value:.4g}" if isinstance(value, float) else str(value)[:40]
+                text = f"{value:.4g}" if isinstance(value, float) else shown(value)
                 raise TuneError(f"{label}: {text} is out of bounds: must be between {_bound(low)} "
                                 f"and {_bound(high)}{' ' + unit if unit else ''}")
         choices = _choices(self.name)

@@ -50,12 +50,38 @@ def read_bytes(path: Path, error: type[BankError], label: str = "",
     where = _where(path, label)
     with open_regular(path, error, label, limit) as handle:
         try:
-            data = handle.read(limit + 1)  # a file that grew since it was opened: to the cap only
+            data = _read_capped(handle, limit)
         except OSError as exc:
             raise error(f"{where}: cannot read ({exc.strerror or exc})") from exc
+        except MemoryError:  # a file this machine (or its ulimit) cannot hold
+            raise error(f"{where}: too big to read into this machine's memory") from None
     if len(data) > limit:
         raise error(f"{where}: more than the {limit // 2**20} MiB an input may be")
     return data
+
+
+_CHUNK = 1 << 20
+
+
+def _read_capped(handle: BinaryIO, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of ``handle``, allocating what the file holds, not the cap:
+    ``read(n)`` reserves all ``n`` bytes before it reads, so ``read(limit + 1)`` with a 2 GiB
+    model cap failed under any address-space limit below that (issue 41). The file's size as
+    opened is read in one go; what it grew by since (or all of a file that says it is empty,
+    as /proc's do) comes in 1 MiB chunks, up to the cap."""
+    size = min(os.fstat(handle.fileno()).st_size, limit)
+    first = handle.read(size + 1)
+    if len(first) <= size:  # the end came before the byte past the size: all of it
+        return first
+    chunks = [first]
+    total = len(first)
+    while total <= limit:
+        chunk = handle.read(min(_CHUNK, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def open_regular(path: Path, error: type[BankError], label: str = "",
@@ -71,20 +97,27 @@ def open_regular(path: Path, error: type[BankError], label: str = "",
     except OSError as exc:
         raise error(f"{where}: cannot read ({exc.strerror or exc})") from exc
     try:
-        status = os.fstat(fd)
-        if stat.S_ISDIR(status.st_mode):
-            raise error(f"{where}: is a folder, not a file")
-        if not stat.S_ISREG(status.st_mode):
-            raise error(f"{where}: not a regular file (a device, a pipe or a socket)")
-        if status.st_size > limit:
-            raise error(f"{where}: {status.st_size / 2**20:.0f} MiB is more than the "
-                        f"{limit // 2**20} MiB an input may be")
+        problem = file_problem(os.fstat(fd), limit)
+        if problem:
+            raise error(f"{where}: {problem}")
         os.set_blocking(fd, True)
         handle = os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
     return handle
+
+
+def file_problem(status: os.stat_result, limit: int = MAX_BYTES) -> str | None:
+    """Why a file of ``status`` is no input (a folder, a device, a pipe, a socket, or more
+    than ``limit`` bytes), or ``None`` for a regular file under the cap."""
+    if stat.S_ISDIR(status.st_mode):
+        return "is a folder, not a file"
+    if not stat.S_ISREG(status.st_mode):
+        return "not a regular file (a device, a pipe or a socket)"
+    if status.st_size > limit:
+        return f"{status.st_size / 2**20:.0f} MiB is more than the {limit // 2**20} MiB an input may be"
+    return None
 
 
 def _where(path: Path, label: str) -> str:

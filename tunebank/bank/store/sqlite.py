@@ -9,11 +9,13 @@ bank is created) so readers do not wait for writers; opening a file changes noth
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tunebank.bank.errors import StoreError
 from tunebank.bank.store.base import EventStore, Mode
 from tunebank.bank.store.driver import Db
 from tunebank.bank.store.readonly import read_only_connection
@@ -117,6 +119,16 @@ class SQLiteStore(EventStore):
     def _driver_errors(self) -> tuple[type[Exception], ...]:
         return (sqlite3.Error,)
 
+    def _store_error(self, exc: Exception) -> StoreError:
+        """SQLite's words for a full disk are "database or disk is full" (SQLITE_FULL) or, when
+        a write of the -wal or -shm file fails, "disk I/O error": either is said as the other
+        full-disk paths say it, naming the bank (issue 41)."""
+        if self.path is not None and _disk_full(exc, os.path.dirname(os.path.abspath(self.path))):
+            reason = (str(exc).strip().splitlines() or ["full"])[0]
+            return StoreError(f"bank {self.where}: its disk is full (No space left on device; "
+                              f"SQLite: {reason})")
+        return super()._store_error(exc)
+
     def _prepare_file(self) -> None:
         """Put a file that holds no tables yet in WAL mode (kept in the file from then on)."""
         if self.path is None:
@@ -151,6 +163,25 @@ class SQLiteStore(EventStore):
 
     def reindex(self) -> None:
         self._write(lambda db: db.run("REINDEX"))
+
+
+FULL_DISK_FREE = 1 << 20
+"""A disk with less free than this (1 MiB) whose write failed with SQLite's "disk I/O error" is
+taken for full: SQLite does not pass on the errno it met, and every page it writes is 4 KiB."""
+
+
+def _disk_full(exc: Exception, folder: str) -> bool:
+    """Whether ``exc`` is SQLite meeting a full disk under ``folder``."""
+    name = getattr(exc, "sqlite_errorname", "")
+    if name == "SQLITE_FULL":
+        return True
+    if not name.startswith("SQLITE_IOERR"):
+        return False
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return False
+    return found.f_bavail * found.f_frsize < FULL_DISK_FREE
 
 
 def _no_room_for_wal_index(conn: sqlite3.Connection) -> bool:

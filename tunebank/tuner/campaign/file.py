@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tunebank.bank.formats.jsontext import read_text
+from tunebank.bank.canonical import shown
+from tunebank.bank.formats.jsontext import UNCAPPED, file_problem, read_text
 from tunebank.tuner.errors import TuneError
 from tunebank.tuner.measure.socs import check_soc_name
 from tunebank.tuner.model.reading import ModelError, parse_input_shapes
@@ -68,6 +69,9 @@ def read_campaign(path: Path) -> CampaignFile:
         raise TuneError(f"--campaign: {path}: not TOML ({exc})") from None
     except RecursionError:  # tomllib parses nested arrays and tables recursively
         raise TuneError(f"--campaign: {path}: arrays or tables nested too deep to read") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (issue 41)
+        reason = str(exc).split(":")[0].split(";")[0]
+        raise TuneError(f"--campaign: {path}: a value cannot be read ({reason})") from None
     where = f"--campaign: {path}"
     unknown = sorted(set(data) - {"chips", "models", *SETTINGS})
     if unknown:
@@ -109,11 +113,13 @@ def _model(entry: dict[str, Any], folder: Path, where: str) -> CampaignModel:
              if name in entry}
     for name, file in files.items():
         try:
-            found = file.is_file()
+            problem = file_problem(file.stat(), UNCAPPED)  # the size is checked when it is read
+        except FileNotFoundError:
+            problem = "no such file"
         except OSError as exc:  # a name too long for the file system, a loop of links
             raise TuneError(f"{where}.{name}: {_shown(entry[name])}: {exc.strerror}") from None
-        if not found:
-            raise TuneError(f"{where}.{name}: {file}: no such file")
+        if problem:  # a folder, a FIFO or /dev/zero exists: it is no model (issue 41)
+            raise TuneError(f"{where}.{name}: {file}: {problem}")
     try:
         shapes = parse_input_shapes(entry.get("input_shapes"))
     except ModelError as exc:
@@ -124,8 +130,7 @@ def _model(entry: dict[str, Any], folder: Path, where: str) -> CampaignModel:
 
 def _shown(value: Any) -> str:
     """A value from the file in a message: at most 60 characters of it."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    return shown(value, 60)
 
 
 def _kind(types: tuple[type, ...]) -> str:

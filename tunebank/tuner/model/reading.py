@@ -111,11 +111,16 @@ def load_model(path: Path, input_shapes: Mapping[str, Sequence[int]] | None = No
         raise ModelError(f"{path}: the model's graph has no operators; there is nothing to tune")
     _check_names(proto, path)
     _check_external_data(proto, path)
-    _fix_inputs(proto, path, dict(input_shapes or {}))
+    overridden = _fix_inputs(proto, path, dict(input_shapes or {}))
     try:
         inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=True, data_prop=True)
     except Exception as exc:
         reason = str(exc).strip().splitlines()[-1][:200]
+        if overridden:  # the likely cause, in the user's own terms (issue 41)
+            name, dim, fixed, given = overridden[0]
+            raise ModelError(f"--input-shape: input {name!r}: dimension {dim} is {fixed} in "
+                             f"{path}, {given} given, and the model's shapes do not follow "
+                             f"({reason[:120]})") from exc
         raise ModelError(f"{path}: shape inference failed: {reason}") from exc
     operators = _operators(inferred, path)
     name = path.stem  # the name its user gave the file: a graph is often "main_graph" or a zoo's
@@ -176,7 +181,20 @@ def _check_names(proto: Any, path: Path) -> None:
             raise ModelError(f"{path}: {what} is not valid UTF-8 text ({bytes(value)[:40]!r})")
 
 
-def _fix_inputs(proto: Any, path: Path, shapes: dict[str, tuple[int, ...]] | dict[str, Any]) -> None:
+Overridden = list[tuple[str, int, int, int]]
+"""Each fixed dimension ``--input-shape`` changed: the input, the dimension (from 0), the
+model's value and the value given."""
+
+
+def _fix_inputs(proto: Any, path: Path,
+                shapes: dict[str, tuple[int, ...]] | dict[str, Any]) -> Overridden:
+    """Give the graph inputs the shapes asked for, and say which fixed dimensions that changed.
+
+    Raises:
+        ModelError: a name is no graph input, a rank differs, or an input the model leaves
+            dynamic is not given.
+    """
+    overridden: Overridden = []
     initializers = {init.name for init in proto.graph.initializer}
     graph_inputs = {i.name: i for i in proto.graph.input if i.name not in initializers}
     for name in shapes:
@@ -190,12 +208,16 @@ def _fix_inputs(proto: Any, path: Path, shapes: dict[str, tuple[int, ...]] | dic
             if dims and len(dims) != len(wanted):
                 raise ModelError(f"--input-shape: input {name!r} has rank {len(dims)}, "
                                  f"not {len(wanted)}")
+            overridden += [(name, n, d.dim_value, int(value)) for n, (d, value)
+                           in enumerate(zip(dims, wanted, strict=False))
+                           if d.dim_value > 0 and d.dim_value != value]
             del dims[:]
             for value in wanted:
                 dims.add().dim_value = int(value)
         elif any(d.dim_value <= 0 for d in dims) or not tensor.type.tensor_type.HasField("shape"):
             raise ModelError(f"{path}: input {name!r} has a dynamic or missing dimension; "
                              f"give it with --input-shape \"{name}:D1,D2,...\"")
+    return overridden
 
 
 def _operators(proto: Any, path: Path) -> tuple[Operator, ...]:
