@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from tunebank.bank.canonical import canonical_json
 from tunebank.bank.errors import BankError, BankLocationError, OutcomeRuleError, UnknownTaskError
 from tunebank.bank.events import (
+    KEYED_KINDS,
+    KIND,
     OUTCOME_KINDS,
     Event,
     EventKind,
@@ -303,23 +305,42 @@ class Bank:
         if at_seq is None and as_of is None:
             return reads.policies(self.store, where)
         rows = reads.event_rows(self.store, EventFilter(
-            until_seq=at_seq, until_time=as_of, kinds=(EventKind.ADD, EventKind.UPDATE),
+            until_seq=at_seq, until_time=as_of,
+            kinds=(EventKind.ADD, EventKind.UPDATE, EventKind.WITHDRAWN),
             soc_version=where.soc_version, op_type=where.op_type, repo_key=where.repo_key))
         projection = Projection()
         for row in rows:
             check_row(row)
-            projection.offer_policy(row)
+            if row[KIND] == EventKind.WITHDRAWN:
+                projection.offer_withdrawal(row)
+            else:
+                projection.offer_policy(row)
         chosen = [p for p in projection.policies.values()
                   if where.backend in (None, p.backend)
                   and where.cost_model_version in (None, p.cost_model_version)]
         return sorted(chosen, key=lambda p: (p.soc_version, p.op_type or "", p.repo_key))
 
+    def op_types(self) -> list[str]:
+        """Every operator type the bank's policies name (their own and their bank files')."""
+        return reads.op_types(self.store)
+
     def history(self, *, repo_key: str | None = None, op_name: str | None = None,
                 op_type: str | None = None, soc_version: str | None = None) -> list[StoredEvent]:
-        """Every outcome event of a key, an op name or an op type, oldest first."""
+        """Every outcome event (and withdrawal) of a key, an op name or an op type, oldest
+        first."""
+        kinds = tuple(str(k) for k in KEYED_KINDS)
         where = EventFilter(repo_key=repo_key, op_name=op_name, op_type=op_type,
-                            soc_version=soc_version, kinds=tuple(str(k) for k in OUTCOME_KINDS))
-        return list(reads.events(self.store, where))
+                            soc_version=soc_version, kinds=kinds)
+        found = {stored.seq: stored for stored in reads.events(self.store, where)}
+        if op_type is not None:  # withdrawn entries of a bank file of that op type: their keys'
+            for gone in reads.events(self.store, EventFilter(   # history ends in the withdrawal
+                    kinds=(str(EventKind.WITHDRAWN),), soc_version=soc_version)):
+                if gone.event.payload.get("file_op") == op_type and (
+                        repo_key in (None, gone.event.repo_key)):
+                    found.update((s.seq, s) for s in reads.events(self.store, EventFilter(
+                        repo_key=gone.event.repo_key, soc_version=gone.event.soc_version,
+                        op_name=op_name, kinds=kinds)))
+        return [found[seq] for seq in sorted(found)]
 
     def events(self, since: int = 0, until: int | None = None, *,
                task_id: str | None = None) -> Iterator[StoredEvent]:
@@ -441,6 +462,7 @@ def policy_json(policy: Policy) -> dict[str, Any]:
         "seq": policy.seq,
         "event_id": policy.event_id,
         "origin": policy.origin,
+        **({"file_op": policy.file_op} if policy.file_op else {}),
     }
 
 

@@ -42,6 +42,9 @@ class EventKind(StrEnum):
     UPDATE = "update"
     RESERVED = "reserved"
     UNSATISFIED = "unsatisfied"
+    WITHDRAWN = "withdrawn"
+    """An entry a bank tree no longer holds (``bank import --mirror``): its untimed knowledge
+    recorded up to then is retired. Not one of AOE's outcomes: no repo_summary counts it."""
     TASK_FINISHED = "task_finished"
 
 
@@ -49,6 +52,9 @@ OUTCOME_KINDS = frozenset(
     {EventKind.HIT, EventKind.ADD, EventKind.UPDATE, EventKind.RESERVED, EventKind.UNSATISFIED}
 )
 POLICY_KINDS = frozenset({EventKind.ADD, EventKind.UPDATE})
+KEYED_KINDS = OUTCOME_KINDS | {EventKind.WITHDRAWN}
+"""The kinds that name an operator key (a repo_key), each at most once per key in a task but
+for a hit and what follows it."""
 TUNE_MODES = ("Format", "Schedule", "Impl")
 TASK_STATUSES = ("successful", "failed")
 
@@ -248,7 +254,7 @@ class StoredEvent:
 
 
 _KIND_NAMES = frozenset(str(kind) for kind in EventKind)
-_OUTCOME_NAMES = frozenset(str(kind) for kind in OUTCOME_KINDS)
+_OUTCOME_NAMES = frozenset(str(kind) for kind in KEYED_KINDS)
 _POLICY_NAMES = frozenset(str(kind) for kind in POLICY_KINDS)
 
 
@@ -358,7 +364,7 @@ def _validate(event: Event) -> None:
             and (op_name is None or type(op_name) is str)
             and (op_type is None or type(op_type) is str)):
         _refuse_fields(event)  # every field checked in one test above; this names the bad one
-    if kind in OUTCOME_KINDS:
+    if kind in KEYED_KINDS:
         if not repo_key:
             raise EventValidationError(f"{kind} event: field repo_key is required for outcomes")
         _validate_outcome_payload(f"{kind} event", payload, kind in POLICY_KINDS)

@@ -121,13 +121,16 @@ class Policy:
     """When the winning entry was recorded (its event's ``recorded_at``)."""
     info_json: str | None = field(default=None, compare=False, repr=False)
     """``info_dict``'s canonical JSON when it is already known (a cache, not part of the value)."""
+    file_op: str | None = None
+    """The operator of the AOE bank file the entry came from, where it differs from
+    ``op_type`` (the entry's own ``op``)."""
 
     @classmethod
     def of(cls, soc_version: str, repo_key: str, info_digest: str, op_type: str | None,
            info_dict: dict[str, Any], knowledge: dict[str, Any], best_us: float, seq: int,
            task_id: str, event_id: str, origin: str, tune_mode: str | None,
            backend: str | None, cost_model_version: str | None, recorded_at: str = "",
-           info_json: str | None = None) -> Policy:
+           info_json: str | None = None, file_op: str | None = None) -> Policy:
         """``Policy(...)`` by position, for reads that build thousands: the same value, without
         the frozen dataclass's per-field ``__setattr__``."""
         policy = object.__new__(cls)
@@ -135,7 +138,8 @@ class Policy:
             soc_version=soc_version, repo_key=repo_key, info_digest=info_digest, op_type=op_type,
             info_dict=info_dict, knowledge=knowledge, best_us=best_us, seq=seq, task_id=task_id,
             event_id=event_id, origin=origin, tune_mode=tune_mode, backend=backend,
-            cost_model_version=cost_model_version, recorded_at=recorded_at, info_json=info_json)
+            cost_model_version=cost_model_version, recorded_at=recorded_at, info_json=info_json,
+            file_op=file_op)
         return policy
 
     @property
@@ -184,8 +188,17 @@ def policy_of(row: EventRow, payload: Payload | None = None) -> Policy:
     return Policy.of(row[SOC_VERSION], row[REPO_KEY], digest_of_json(info_json), row[OP_TYPE], info,
                      dict(p["knowledge"]), float(p.get("performance_after_us", math.inf)),
                      row[SEQ], row[TASK_ID], row[EVENT_ID], row[ORIGIN], p.get("tune_mode"),
-                     p.get("backend"), p.get("cost_model_version"), row[RECORDED_AT], info_json)
+                     p.get("backend"), p.get("cost_model_version"), row[RECORDED_AT], info_json,
+                     file_op_of(p))
     # performance_after_us missing (performance_unknown): beaten by any time
+
+
+def file_op_of(payload: Payload) -> str | None:
+    """The operator of the bank file an imported entry was read from, where it is not the
+    entry's own (recorded in its ``aoe_entry``), or ``None``."""
+    aoe = payload.get("aoe_entry")
+    op = aoe.get("file_op") if isinstance(aoe, dict) else None
+    return op if isinstance(op, str) else None
 
 
 class Projection:
@@ -213,6 +226,9 @@ class Projection:
         self.winners: dict[PolicyKey, PolicyRef] = {}
         self.key_states: dict[str, dict[str, str]] = {
             task: dict(states) for task, states in (key_states or {}).items()}
+        self.withdrawn: dict[PolicyKey, tuple[str, int]] = {}
+        """Each withdrawn key's latest withdrawal: its time in :func:`newest_first` form and its
+        seq. An untimed entry recorded at or before it is retired (:meth:`retired`)."""
         self.compact = compact
         self.trusted = False
         """Whether the rows folded were checked before they came (an append's): their payloads
@@ -239,8 +255,8 @@ class Projection:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Projection):
             return NotImplemented
-        return (self.policies, self.winners, self.tasks, self.key_states) == (
-            other.policies, other.winners, other.tasks, other.key_states)
+        return (self.policies, self.winners, self.tasks, self.key_states, self.withdrawn) == (
+            other.policies, other.winners, other.tasks, other.key_states, other.withdrawn)
 
     __hash__ = None  # type: ignore[assignment]  # mutable: not hashable
 
@@ -257,6 +273,9 @@ class Projection:
             self._outcome(row)
             if kind in _POLICY_KINDS:
                 self.offer_policy(row, payload)
+        elif kind == "withdrawn":
+            self._outcome(row)
+            self.offer_withdrawal(row, payload)
         elif kind == "task_started":
             self._start(row, decode_payload(row[PAYLOAD]) if payload is None else payload)
         elif kind == "task_finished":
@@ -348,7 +367,8 @@ class Projection:
                                        "in this task")
             if kind == "hit":
                 tally[_OPEN] += 1
-        tally[_TALLY_INDEX[kind]] += 1
+        if kind in _TALLY_INDEX:  # a withdrawal is no AOE outcome: no repo_summary counts it
+            tally[_TALLY_INDEX[kind]] += 1
         tally[_LAST] = row[SEQ]
         states[repo_key] = kind
 
@@ -367,6 +387,8 @@ class Projection:
         if not self.compact:
             candidate = policy_of(row, payload)
             current = self.policies.get(candidate.key)
+            if self.retired(candidate.key, candidate.standing):
+                return
             if current is None or candidate.beats(current):
                 self.policies[candidate.key] = candidate
             return
@@ -377,14 +399,53 @@ class Projection:
         key = (row[SOC_VERSION], row[REPO_KEY], digest_of_json(info_json))
         ref = (standing(float(p.get("performance_after_us", math.inf)), row[RECORDED_AT],
                         row[EVENT_ID]), row[SEQ])
+        if self.withdrawn and self.retired(key, ref[0]):
+            return
         held = self.winners.get(key)
         if held is None or ref[0] < held[0]:
             self.winners[key] = ref
             self._won(key, row, p, info_json)
 
+    def retired(self, key: PolicyKey, rank: Standing) -> bool:
+        """Whether an entry of ``key`` standing at ``rank`` was withdrawn: it has no time (a
+        bank tree's) and was recorded at or before the key's latest withdrawal. A timed entry
+        (measured by a tune, or read from a result file) is never withdrawn by a tree. Like
+        :func:`standing`, this reads only the events themselves, so banks merged in any order
+        agree on it."""
+        withdrawal = self.withdrawn.get(key)
+        return withdrawal is not None and rank[0] == math.inf and rank[1] >= withdrawal[0]
+
+    def offer_withdrawal(self, row: EventRow, payload: Payload | None = None) -> None:
+        """Retire a key's untimed entries recorded up to a withdrawal: the current one too, if
+        it is such an entry, leaving the key with no policy until a newer or a timed entry comes
+        (no task rules: time travel folds it too).
+
+        Raises:
+            EventValidationError: its payload is not a JSON object.
+        """
+        p = decode_payload(row[PAYLOAD]) if payload is None else payload
+        info = p.get("info_dict")
+        key = (row[SOC_VERSION], row[REPO_KEY], info_digest(info if isinstance(info, dict) else None))
+        at = newest_first(row[RECORDED_AT])
+        held = self.withdrawn.get(key)
+        if held is None or at < held[0]:  # the later withdrawal (newest_first: smaller is later)
+            self.withdrawn[key] = (at, row[SEQ])
+        if self.compact:
+            ref = self.winners.get(key)
+            if ref is not None and self.retired(key, ref[0]):
+                del self.winners[key]
+                self._retired(key)
+        else:
+            current = self.policies.get(key)
+            if current is not None and self.retired(key, current.standing):
+                del self.policies[key]
+
     def _won(self, key: PolicyKey, row: EventRow, payload: Payload, info_json: str) -> None:
         """A hook: ``row`` (its payload decoded, its info_dict's canonical JSON made) has just
         become the winner of ``key`` in a compact projection."""
+
+    def _retired(self, key: PolicyKey) -> None:
+        """A hook: ``key``'s winner in a compact projection has just been withdrawn."""
 
 
 def replay(rows: Iterable[EventRow]) -> Projection:

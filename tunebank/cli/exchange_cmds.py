@@ -53,6 +53,14 @@ def import_(
         "--allow-unknown-soc", help="Result files: accept a chip that `bank socs` does not list "
                                     "(AOE knows chips this tool does not); a wrong case is still "
                                     "refused. Bank trees take their chips as AOE names them.")] = False,
+    mirror: Annotated[bool, typer.Option(
+        "--mirror", help="Bank trees: take the trees given, together, as the whole new state of "
+                         "the bank's AOE knowledge (a CANN release's tree): each entry without a "
+                         "time that they no longer hold, of any chip, is withdrawn by a new "
+                         "event. Measured entries are kept.")] = False,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Bank trees: say what the import would add, change and withdraw; "
+                          "write nothing.")] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -69,14 +77,29 @@ def import_(
         resolve, model_name, model_hash = model_resolver(model, parse_input_shapes(input_shape))
     anchor = Anchor.parse(expect_head) if expect_head is not None else None
 
-    def work(bank: Any) -> Any:
-        check_socs(bank, {e.soc_version for e in prepared.events}, allow_unknown=allow_unknown_soc,
-                   hint="a chip the cost model does not know is imported with --allow-unknown-soc")
-        return apply_import(bank, prepared), {t.soc_version for t in bank.tasks()}
-
     try:
         prepared = read_imports(paths, soc_version, resolve, model_name, model_hash,  # before
                                 anchor)                                               # the bank
+    except KeyboardInterrupt:
+        say("bank: interrupted; nothing was imported, the bank is as it was", err=True)
+        raise typer.Exit(130) from None
+    if mirror or dry_run:
+        others = [f.path for f in prepared.files if f.kind != "aoe-repo"]
+        if others:
+            flag = "--mirror" if mirror else "--dry-run"
+            raise fail(f"{flag}: takes AOE bank trees only, not {others[0]}", 2)
+    if dry_run:
+        with _bank_or_empty(db) as bank:
+            report = apply_import(bank, prepared, mirror=mirror, dry_run=True)
+            _print_import(report, {t.soc_version for t in bank.tasks()}, as_json)
+        return
+
+    def work(bank: Any) -> Any:
+        check_socs(bank, {e.soc_version for e in prepared.events}, allow_unknown=allow_unknown_soc,
+                   hint="a chip the cost model does not know is imported with --allow-unknown-soc")
+        return apply_import(bank, prepared, mirror=mirror), {t.soc_version for t in bank.tasks()}
+
+    try:
         report, known = write_to_bank(db, work)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the transaction was rolled back
         say("bank: interrupted; nothing was imported, the bank is as it was", err=True)
@@ -87,6 +110,15 @@ def import_(
         say(f"bank: interrupted after the import was written ({report.appended} event(s) "
             "added)", err=True)
         raise typer.Exit(130) from None
+
+
+def _bank_or_empty(db: str | None) -> Any:
+    """The bank at ``db`` for reading, or an empty one in memory where there is none yet (what a
+    dry run of an import into a new bank compares with)."""
+    from tunebank.bank import Bank
+    from tunebank.bank.location import resolve
+
+    return open_bank(db) if resolve(db).exists else Bank.open("sqlite://", create=True)
 
 
 def _print_import(report: Any, known: set[str], as_json: bool) -> None:
@@ -104,7 +136,26 @@ def _print_import(report: Any, known: set[str], as_json: bool) -> None:
                 "not checked against an anchor (--expect-head)"
             say(f"{f.path}: history of bank {f.head['bank_id']} up to seq {f.head['seq']}, "
                 f"head {f.head['hash']}: {checked}")
-    say(f"{report.appended} event(s) added, {report.skipped} already present")
+    if report.withdrawn:
+        _withdrawn_lines(report)
+    if report.dry_run:
+        say(f"dry run: {report.appended} event(s) would be added; nothing was written")
+    else:
+        say(f"{report.appended} event(s) added, {report.skipped} already present")
+
+
+def _withdrawn_lines(report: Any) -> None:
+    """The entries a mirror import withdraws (or would): a table with --dry-run, counts per chip
+    otherwise."""
+    verb = "would be withdrawn" if report.dry_run else "withdrawn"
+    if report.dry_run:
+        print_table(["soc_version", "repo_key", "op_type", "file", "action"],
+                    [[w.soc_version, w.repo_key, w.op_type, w.file, verb] for w in report.withdrawn])
+    per_chip: dict[str, int] = {}
+    for w in report.withdrawn:
+        per_chip[w.soc_version] = per_chip.get(w.soc_version, 0) + 1
+    say(f"mirror: {len(report.withdrawn)} entries {verb}, no longer in the trees given ("
+        + ", ".join(f"{soc} {n}" for soc, n in sorted(per_chip.items())) + ")")
 
 
 def _tree_lines(f: Any, in_bank: set[str]) -> None:

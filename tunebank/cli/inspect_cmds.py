@@ -120,14 +120,29 @@ def query(
     with open_bank(db) as bank:
         check_socs(bank, [soc_version])
         found = bank.policies(chosen, at_seq=at_seq, as_of=until_time)
+        if not found and op_type is not None:
+            _no_such_op_type(bank, op_type)
     found = [p for p in found if all_hold(conditions, p.info_dict, p.knowledge)]
+    # the bank file's operator, shown where an entry's differs (CANN's FUSE banks)
+    files = ["file_op"] if any(p.file_op for p in found) else []
     show_rows(
-        ["soc_version", "repo_key", "op_type", *_columns(conditions), "best_us", "mode", "backend",
-         "task", "seq", "origin"],
-        [[p.soc_version, p.repo_key, p.op_type, *_values(conditions, p.info_dict, p.knowledge),
+        ["soc_version", "repo_key", "op_type", *files, *_columns(conditions), "best_us", "mode",
+         "backend", "task", "seq", "origin"],
+        [[p.soc_version, p.repo_key, p.op_type, *([p.file_op] if files else []),
+          *_values(conditions, p.info_dict, p.knowledge),
           p.best_us, p.tune_mode, p.backend, p.task_id, p.seq, p.origin] for p in found],
         limit=limit, sort=sort, as_csv=as_csv, raw=raw, as_json=as_json,
         records=[policy_json(p) for p in found])
+
+
+def _no_such_op_type(bank: Any, op_type: str) -> None:
+    """Say on stderr, when ``--op-type`` found nothing, whether the bank knows that type at all
+    and which it does know (issue 41: a search that finds nothing said nothing)."""
+    known = bank.op_types()
+    if op_type not in known:
+        listed = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
+        say(f"--op-type: no entry of the bank is of op type {op_type!r} or read from its "
+            f"bank file (op types: {listed or 'none'})", err=True)
 
 
 def _columns(conditions: list[Condition]) -> list[str]:
@@ -169,6 +184,8 @@ def history(
         check_socs(bank, [soc_version])
         found = bank.history(repo_key=repo_key, op_name=op_name, op_type=op_type,
                              soc_version=soc_version)
+        if not found and op_type is not None:
+            _no_such_op_type(bank, op_type)
         models = {t.task_id: t.model_name for t in bank.tasks()}
     if conditions:  # a hit carries the info_dict only: a knowledge condition is the entry's
         found = _matching(found, conditions)

@@ -103,6 +103,9 @@ class ReplayedPolicies(Projection):
         except (KeyError, TypeError, ValueError):
             self.expected[key] = None
 
+    def _retired(self, key: PolicyKey) -> None:
+        self.expected.pop(key, None)
+
 
 def _fold_log(store: EventStore, report: VerifyReport, check_links: bool) -> ReplayedPolicies:
     """Fold every row, checking positions and ``prev_hash`` (and, with ``check_links``, each

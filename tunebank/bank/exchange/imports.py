@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tunebank.bank.canonical import xxh64_key
 from tunebank.bank.events import Event, EventKind, EventRow
-from tunebank.bank.exchange.tree_imports import TreeCounts
+from tunebank.bank.exchange.tree_imports import TreeCounts, Withdrawal
 from tunebank.bank.formats.aoe_results import ImportedOp, ImportedReport, ImportFormatError
 
 if TYPE_CHECKING:
@@ -208,10 +208,18 @@ class ImportReport:
     files: list[FileImport]
     appended: int
     skipped: int
+    withdrawn: list[Withdrawal] = field(default_factory=list)
+    """With ``mirror``: the entries the trees no longer hold, retired by this import."""
+    dry_run: bool = False
+    """Nothing was written: the counts and withdrawals say what the import would do."""
 
     def as_json(self) -> dict[str, Any]:
-        return {"files": [f.as_json() for f in self.files], "events_added": self.appended,
-                "events_already_present": self.skipped}
+        out: dict[str, Any] = {"files": [f.as_json() for f in self.files],
+                               "events_added": self.appended, "events_already_present": self.skipped}
+        if self.withdrawn or self.dry_run:
+            out["withdrawn"] = [{"soc_version": w.soc_version, "repo_key": w.repo_key,
+                                 "op_type": w.op_type, "file": w.file} for w in self.withdrawn]
+        return {**out, "dry_run": True} if self.dry_run else out
 
 
 def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolver | None = None,
@@ -274,9 +282,17 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
     return PreparedImport(files, events, streams, expect_head, trees)
 
 
-def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
+def apply_import(bank: Bank, prepared: PreparedImport, *, mirror: bool = False,
+                 dry_run: bool = False) -> ImportReport:
     """Append a prepared import in one transaction: all of it or none of it. Tasks the bank
     already holds are counted as present (their events, derived alike, are skipped).
+
+    Args:
+        mirror: the bank trees, together, are the whole new state of the bank's AOE knowledge:
+            every untimed entry of the bank they do not hold is withdrawn
+            (:func:`~bank.exchange.tree_imports.withdrawal_events`).
+        dry_run: derive the trees' events and withdrawals and report them, writing nothing
+            (bank trees only: result and events files are refused by the caller).
 
     Raises:
         BankError: the events break the outcome rules in this bank, or the store refused.
@@ -284,21 +300,34 @@ def apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
     from tunebank.bank.store.writes import bulk_job
 
     with bulk_job():  # a tree of 100,000 entries is a million short-lived objects
-        return _apply_import(bank, prepared)
+        return _apply_import(bank, prepared, mirror, dry_run)
 
 
-def _apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
-    from tunebank.bank.exchange.tree_imports import tree_events, tree_moments
+def _apply_import(bank: Bank, prepared: PreparedImport, mirror: bool, dry_run: bool) -> ImportReport:
+    from tunebank.bank.exchange.tree_imports import tree_events, tree_moments, withdrawal_events
     from tunebank.bank.formats.forked import stream_events_file
     from tunebank.bank.formats.jsonl import EventsFileInfo
 
     present = {t.task_id for t in bank.tasks()}
     pending: dict[tuple[str, str], str] = {}
     from_trees: list[Event] = []
-    for (info, tree), moment in zip(prepared.trees, tree_moments(len(prepared.trees)), strict=True):
+    moments = tree_moments(len(prepared.trees))
+    for (info, tree), moment in zip(prepared.trees, moments, strict=True):
         built, info.tree, info.task_ids = tree_events(bank, tree, pending, moment)
         info.events = len(built)
         from_trees += built
+    withdrawn: list[Withdrawal] = []
+    if mirror and prepared.trees:
+        retiring, withdrawn = withdrawal_events(bank, [tree for _, tree in prepared.trees],
+                                                moments[-1])
+        from_trees += retiring
+        last = prepared.trees[-1][0]
+        last.events += len(retiring)
+        last.task_ids += sorted({event.task_id for event in retiring})
+    if dry_run:
+        for info, _ in prepared.trees:
+            info.tasks = len(info.task_ids)
+        return ImportReport(prepared.files, len(from_trees), 0, withdrawn, dry_run=True)
     prepared = PreparedImport(prepared.files, prepared.events + from_trees, prepared.streams,
                               prepared.expect_head, prepared.trees)
     if prepared.streams:
@@ -329,5 +358,5 @@ def _apply_import(bank: Bank, prepared: PreparedImport) -> ImportReport:
     for info in prepared.files:  # counted afresh each time: a retried import reports alike
         info.tasks_present = sum(1 for task in info.task_ids if task in present)
         info.tasks = len(info.task_ids) - info.tasks_present
-    return ImportReport(prepared.files, appended, skipped)
+    return ImportReport(prepared.files, appended, skipped, withdrawn)
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from tunebank.bank.canonical import canonical_json
+from tunebank.bank.canonical import canonical_json, parse_json
 from tunebank.bank.events import Event, EventKind, format_time, utc_now
 from tunebank.bank.formats.aoe_repo import TreeEntry, TreeRead
 from tunebank.bank.projection import standing
@@ -208,3 +208,64 @@ def tree_moments(count: int, now: datetime | None = None) -> list[datetime]:
     the newest, so it wins a key two of them hold otherwise."""
     start = now or utc_now()
     return [start + timedelta(microseconds=n) for n in range(count)]
+
+
+@dataclass(frozen=True)
+class Withdrawal:
+    """An entry of the bank that the trees of a mirror import no longer hold."""
+
+    soc_version: str
+    repo_key: str
+    op_type: str | None
+    file: str | None
+    """The bank file it was last read from, as its import recorded it."""
+
+
+def withdrawal_events(bank: Bank, trees: Sequence[TreeRead], when: datetime | None = None
+                      ) -> tuple[list[Event], list[Withdrawal]]:
+    """The events that retire every entry of the bank the ``trees`` (together: the whole new
+    state of the bank's AOE knowledge) do not hold, and what they retire: one task a chip, of
+    one ``withdrawn`` event an entry, stamped ``when`` (the newest tree's moment).
+
+    Only entries without a time are withdrawn: a tree is AOE's knowledge, and a time measured
+    here (a tune, a result file) is the team's own, which no release takes back. A key is held
+    when a tree holds an entry of its chip and repo_key (the repo_key is a digest of the
+    chip's core count, the operator and the whole info_dict).
+    """
+    held = {(entry.soc_version, entry.repo_key) for tree in trees for entry in tree.entries}
+    moment = format_time(when or utc_now())
+    gone: dict[str, list[tuple[str, str, str | None, str, str | None]]] = defaultdict(list)
+    for soc, key, op_type, file_op, event_id, info_json in reads.untimed_policies(bank.store):
+        if (soc, key) not in held:
+            gone[soc].append((key, event_id, op_type, info_json, file_op))
+    sources = {s.event_id: s.event.payload.get("source") for s in reads.events_by_id(
+        bank.store, [item[1] for items in gone.values() for item in items])}
+    paths = [tree.path for tree in trees]
+    events: list[Event] = []
+    withdrawn: list[Withdrawal] = []
+    for soc in sorted(gone):
+        items = sorted(gone[soc])
+        digest = hashlib.sha256(canonical_json([soc, [i[:2] for i in items], paths]).encode())
+        task_id = hashlib.sha256(f"{soc}|withdrawn|{digest.hexdigest()}|{moment}".encode()) \
+            .hexdigest()[:16]
+        origin = f"aoe-bank:{digest.hexdigest()[:16]}"
+
+        def event(kind: EventKind, payload: dict[str, Any], key: str | None = None,
+                  op_type: str | None = None, soc: str = soc, task_id: str = task_id,
+                  origin: str = origin) -> Event:
+            return Event.of(kind, soc, task_id, moment, origin, payload, key, None, op_type)
+
+        events.append(event(EventKind.TASK_STARTED, {
+            "tuning_name": f"withdrawals of mirror import of {', '.join(paths)}",
+            "job_type": JOB_TYPE}))
+        for key, event_id, op_type, info_json, file_op in items:
+            source = sources.get(event_id)
+            file = source.get("file") if isinstance(source, dict) else None
+            events.append(event(EventKind.WITHDRAWN, {
+                "info_dict": parse_json(info_json), "reason": "withdrawn", "backend": "aoe",
+                "withdrawn_event": event_id, **({"file_op": file_op} if file_op else {}),
+                "source": {"tree": paths[-1], "mirror": paths,
+                           **({"file": file} if isinstance(file, str) else {})}}, key, op_type))
+            withdrawn.append(Withdrawal(soc, key, op_type, file if isinstance(file, str) else None))
+        events.append(event(EventKind.TASK_FINISHED, {"status": "successful"}))
+    return events, withdrawn

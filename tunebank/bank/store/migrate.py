@@ -69,6 +69,9 @@ STEPS = (
     Step(4, _policy_by_seq, False, "policy indexed on seq, the order verify reads it in"),
     Step(5, _rederive, True, "policy gains recorded_at: among entries without a time the newer "
                              "wins; projections derived again"),
+    Step(6, _rederive, True, "policy gains file_op (an entry's bank file's operator, where it "
+                             "is not the entry's own); withdrawals may be recorded; projections "
+                             "derived again"),
 )
 
 

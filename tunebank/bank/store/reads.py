@@ -132,10 +132,15 @@ def policies(store: EventStore, where: PolicyFilter | None = None) -> list[Polic
     """The current policies matching ``where``, ordered by chip, op type and key."""
     where = where or PolicyFilter()
     names = [name for name in _POLICY_FIELDS if getattr(where, name) is not None]
-    statement = sql.select_policies(" AND ".join(f"{name} = ?" for name in names))
+    # an op type matches the entry's own, or that of the bank file it was read from (issue 41)
+    clauses = ["(op_type = ? OR file_op = ?)" if name == "op_type" else f"{name} = ?"
+               for name in names]
+    params = [value for name in names
+              for value in ((where.op_type,) * 2 if name == "op_type" else (getattr(where, name),))]
+    statement = sql.select_policies(" AND ".join(clauses))
     statement += " ORDER BY soc_version, op_type, repo_key"
     with store.transaction() as db:
-        rows = db.rows(statement, tuple(getattr(where, name) for name in names))
+        rows = db.rows(statement, tuple(params))
     return [values_to_policy(row) for row in rows]
 
 
@@ -156,6 +161,24 @@ def policy_times(store: EventStore,
                          (soc_version,) if soc_version is not None else ())
         for soc, key, op_type, best_us in rows:
             yield soc, key, op_type, float(best_us)
+
+
+def untimed_policies(store: EventStore
+                     ) -> Iterator[tuple[str, str, str | None, str | None, str, str]]:
+    """(soc_version, repo_key, op_type, file_op, event_id, info_dict as canonical JSON) of every
+    current policy without a time (a bank tree's entries), streamed."""
+    with store.transaction() as db:
+        rows = db.stream("SELECT soc_version, repo_key, op_type, file_op, event_id, info_dict "
+                         "FROM policy WHERE best_us > ?", (1e308,))
+        yield from rows
+
+
+def op_types(store: EventStore) -> list[str]:
+    """Every operator type the current policies name, their own and their bank files', sorted."""
+    with store.transaction() as db:
+        rows = db.rows("SELECT op_type FROM policy WHERE op_type IS NOT NULL UNION "
+                       "SELECT file_op FROM policy WHERE file_op IS NOT NULL")
+    return sorted(str(row[0]) for row in rows)
 
 
 def policy_rows_for_keys(store: EventStore, soc_version: str, repo_keys: Sequence[str]) -> list[Row]:

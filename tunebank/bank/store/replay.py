@@ -33,11 +33,14 @@ def event_pages(db: Db, where: EventFilter) -> Iterator[Row]:
     if where.kinds is not None:
         clauses.append(f"kind IN ({sql.marks(len(where.kinds))})")
         params.extend(str(kind) for kind in where.kinds)
-    for name in ("repo_key", "op_name", "op_type", "task_id", "soc_version"):
+    for name in ("repo_key", "op_name", "task_id", "soc_version"):
         value = getattr(where, name)
         if value is not None:
             clauses.append(f"{name} = ?")
             params.append(value)
+    if where.op_type is not None:  # the entry's own op type, or that of its bank file
+        clauses.append("(op_type = ? OR repo_key IN (SELECT repo_key FROM policy WHERE file_op = ?))")
+        params += [where.op_type, where.op_type]
     statement = sql.select_events(" AND ".join(clauses), limit=True)
     after = where.since_seq
     while True:
@@ -106,8 +109,7 @@ def replace_projection(db: Db, tasks: dict[str, TaskView], unmade: Sequence[Poli
     projections now reflect."""
     db.run("DELETE FROM task")
     db.insert_rows("task", [task_values(task) for task in tasks.values()])
-    db.run_many("DELETE FROM policy WHERE soc_version = ? AND repo_key = ? AND info_digest = ?",
-                unmade)
+    db.run_many(sql.DELETE_POLICY, unmade)
     seqs = sorted(unstored)
     for start in range(0, len(seqs), PAGE):
         db.insert_rows("policy", policy_rows_at(db, seqs[start:start + PAGE]))

@@ -29,7 +29,7 @@ from tunebank.bank.events import (
     EventRow,
     StoredEvent,
 )
-from tunebank.bank.projection import Policy, digest_of_json
+from tunebank.bank.projection import Policy, digest_of_json, file_op_of
 from tunebank.bank.store.schema.statements import TASK_COLUMNS
 from tunebank.bank.tasks import TaskView
 
@@ -59,7 +59,7 @@ def policy_values(policy: Policy) -> tuple[Any, ...]:
     return (policy.soc_version, policy.repo_key, policy.info_digest, policy.op_type,
             info, canonical_json(policy.knowledge), policy.best_us,
             policy.seq, policy.task_id, policy.event_id, policy.origin, policy.tune_mode,
-            policy.backend, policy.cost_model_version, policy.recorded_at)
+            policy.backend, policy.cost_model_version, policy.recorded_at, policy.file_op)
 
 
 def policy_row_of(row: EventRow, payload: Mapping[str, Any], info_digest: str | None = None,
@@ -80,7 +80,7 @@ def policy_row_of(row: EventRow, payload: Mapping[str, Any], info_digest: str | 
     return (row[SOC_VERSION], row[REPO_KEY], info_digest, row[OP_TYPE], info_json,
             canonical_json(dict(p["knowledge"])), float(p.get("performance_after_us", math.inf)),
             row[SEQ], row[TASK_ID], row[EVENT_ID], row[ORIGIN], p.get("tune_mode"),
-            p.get("backend"), p.get("cost_model_version"), row[RECORDED_AT])
+            p.get("backend"), p.get("cost_model_version"), row[RECORDED_AT], file_op_of(p))
 
 
 def row_fingerprint(row: tuple[Any, ...]) -> bytes:
@@ -102,10 +102,10 @@ def values_to_policy(row: tuple[Any, ...], info_dict: dict[str, Any] | None = No
     """The domain value of a policy row read in :data:`bank.store.schema.statements.POLICY_COLUMNS` order
     (``info_dict``: the row's info_dict, already known, so it is not decoded again)."""
     (soc, key, digest, op_type, info, knowledge, best_us, seq, task_id, event_id, origin, mode,
-     backend, cost_model_version, recorded_at) = row
+     backend, cost_model_version, recorded_at, file_op) = row
     return Policy.of(soc, key, digest, op_type, parse_json(info) if info_dict is None else info_dict,
                      parse_json(knowledge), float(best_us), seq, task_id, event_id, origin, mode,
-                     backend, cost_model_version, recorded_at, info)
+                     backend, cost_model_version, recorded_at, info, file_op)
 
 
 def task_values(task: TaskView) -> tuple[Any, ...]:

@@ -17,11 +17,11 @@ from tunebank.bank.events import (
     EVENT_ID,
     GENESIS_HASH,
     HASH,
+    KEYED_KINDS,
     KIND,
     OP_NAME,
     OP_TYPE,
     ORIGIN,
-    OUTCOME_KINDS,
     PAYLOAD,
     POLICY_KINDS,
     PREV_HASH,
@@ -45,8 +45,10 @@ from tunebank.bank.store.schema import statements as sql
 from tunebank.bank.tasks import TaskView
 
 T = TypeVar("T")
-_OUTCOMES = tuple(sorted(str(kind) for kind in OUTCOME_KINDS))
+_OUTCOMES = tuple(sorted(str(kind) for kind in KEYED_KINDS))
 _POLICY_KINDS = frozenset(str(kind) for kind in POLICY_KINDS)
+_WITHDRAWN = "withdrawn"
+_POLICY_TOUCHING = _POLICY_KINDS | {_WITHDRAWN}
 
 Write = tuple[str, list[tuple[Any, ...]]]
 """One statement and the rows it is run with (``executemany``), or a table's name and whole
@@ -62,6 +64,7 @@ class _Loaded:
     tasks: dict[str, TaskView] = field(default_factory=dict)
     key_states: dict[str, dict[str, str]] = field(default_factory=dict)
     winners: dict[PolicyKey, PolicyRef] = field(default_factory=dict)
+    withdrawn: dict[PolicyKey, tuple[str, int]] = field(default_factory=dict)
 
 
 def head(db: Db) -> tuple[int, str]:
@@ -176,10 +179,14 @@ class _BatchFold(Projection):
         super().__init__(None, loaded.tasks, loaded.key_states, compact=True)
         self.trusted = True
         self.winners.update(loaded.winners)
+        self.withdrawn.update(loaded.withdrawn)
         self.won: dict[PolicyKey, tuple[EventRow, Mapping[str, Any], str]] = {}
 
     def _won(self, key: PolicyKey, row: EventRow, payload: Mapping[str, Any], info_json: str) -> None:
         self.won[key] = (row, payload, info_json)
+
+    def _retired(self, key: PolicyKey) -> None:
+        self.won.pop(key, None)
 
 
 _CONTENT = (KIND, SOC_VERSION, REPO_KEY, TASK_ID, OP_NAME, OP_TYPE, RECORDED_AT, ORIGIN, PAYLOAD)
@@ -199,6 +206,7 @@ def _policy_writes(fold: _BatchFold, before: dict[PolicyKey, PolicyRef]) -> list
     """The policy rows a batch changed: each new winner is an event of the batch, whose policy
     row is made only now (the losers never make one)."""
     inserts, updates = [], []
+    gone = [key for key in before if key not in fold.winners]  # withdrawn in this batch
     for key, ref in fold.winners.items():
         held = before.get(key)
         if held == ref:
@@ -209,7 +217,8 @@ def _policy_writes(fold: _BatchFold, before: dict[PolicyKey, PolicyRef]) -> list
             inserts.append(values)
         else:
             updates.append(sql.update_params("policy", sql.POLICY_KEY, values))
-    return [(sql.insert("policy"), inserts), (sql.update("policy", sql.POLICY_KEY), updates)]
+    return [(sql.DELETE_POLICY, gone), (sql.insert("policy"), inserts),
+            (sql.update("policy", sql.POLICY_KEY), updates)]
 
 
 def _upserts(table: str, key: tuple[str, ...], new: dict[Any, T], old: dict[Any, T],
@@ -251,8 +260,10 @@ def _load_touched(db: Db, rows: Sequence[EventRow]) -> _Loaded:
                          f"({sql.marks(len(part))}) AND kind IN ({kinds}) ORDER BY seq")
             for key, kind in db.rows(statement, (task_id, *part, *_OUTCOMES)):
                 states[key] = kind
-    keys = sorted({row[REPO_KEY] for row in rows if row[KIND] in _POLICY_KINDS and row[REPO_KEY]})
+    keys = sorted({row[REPO_KEY] for row in rows if row[KIND] in _POLICY_TOUCHING and row[REPO_KEY]})
     socs = sorted({row[SOC_VERSION] for row in rows})
+    if keys and (any(row[KIND] == _WITHDRAWN for row in rows) or db.one(sql.ANY_WITHDRAWAL)):
+        loaded.withdrawn = withdrawals(db, socs, keys)
     for part in chunks(keys, sql.CHUNK):
         statement = (f"SELECT soc_version, repo_key, info_digest, best_us, recorded_at, event_id, "
                      f"seq FROM policy WHERE soc_version IN ({sql.marks(len(socs))}) AND "
@@ -262,6 +273,19 @@ def _load_touched(db: Db, rows: Sequence[EventRow]) -> _Loaded:
             loaded.winners[(soc, key, digest)] = (standing(float(best_us), recorded_at, event_id),
                                                   seq)
     return loaded
+
+
+def withdrawals(db: Db, socs: Sequence[str], keys: Sequence[str]) -> dict[PolicyKey, tuple[str, int]]:
+    """The latest withdrawal the log holds of each key of ``keys`` on ``socs`` (read from the
+    log through its repo_key index, as key states are: withdrawals are few, and a projection
+    table of them would be one more thing to rebuild and verify)."""
+    fold = Projection(compact=True)
+    for part in chunks(keys, sql.CHUNK):
+        statement = sql.select_events(f"kind = ? AND soc_version IN ({sql.marks(len(socs))}) AND "
+                                      f"repo_key IN ({sql.marks(len(part))})")
+        for row in db.rows(statement, (_WITHDRAWN, *socs, *part)):
+            fold.offer_withdrawal(row)
+    return fold.withdrawn
 
 
 @contextmanager

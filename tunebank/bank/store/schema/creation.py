@@ -56,10 +56,12 @@ SQLITE_DDL: tuple[str, ...] = (
     backend VARCHAR(64),
     cost_model_version VARCHAR(32),
     recorded_at VARCHAR(32) NOT NULL,
+    file_op VARCHAR(128),
     PRIMARY KEY (soc_version, repo_key, info_digest)
 )""",
     "CREATE INDEX IF NOT EXISTS ix_policy_backend ON policy (backend)",
     "CREATE INDEX IF NOT EXISTS ix_policy_cost_model_version ON policy (cost_model_version)",
+    "CREATE INDEX IF NOT EXISTS ix_policy_file_op ON policy (file_op)",
     "CREATE INDEX IF NOT EXISTS ix_policy_op_type ON policy (op_type)",
     "CREATE INDEX IF NOT EXISTS ix_policy_seq ON policy (seq)",
     """CREATE TABLE task (

@@ -18,7 +18,7 @@ EVENT_COLUMNS = ("seq", "event_id", "kind", "soc_version", "repo_key", "task_id"
                  "op_type", "recorded_at", "origin", "payload", "prev_hash", "hash")
 POLICY_COLUMNS = ("soc_version", "repo_key", "info_digest", "op_type", "info_dict", "knowledge",
                   "best_us", "seq", "task_id", "event_id", "origin", "tune_mode", "backend",
-                  "cost_model_version", "recorded_at")
+                  "cost_model_version", "recorded_at", "file_op")
 TASK_COLUMNS = ("task_id", "soc_version", "origin", "started_at", "first_seq", "last_seq",
                 "tuning_name", "model_name", "model_hash", "job_type", "search_mode", "status",
                 "finished_at", "tuning_time_s", "model_baseline_ms", "model_result_ms",
@@ -101,3 +101,7 @@ HEAD = "SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1"
 READ_CHECKPOINT = "SELECT last_seq FROM checkpoint WHERE name = ?"
 SET_CHECKPOINT = "UPDATE checkpoint SET last_seq = ? WHERE name = ?"
 READ_META = "SELECT value FROM bank_meta WHERE name = ?"
+DELETE_POLICY = "DELETE FROM policy WHERE soc_version = ? AND repo_key = ? AND info_digest = ?"
+ANY_WITHDRAWAL = "SELECT 1 FROM events WHERE kind = 'withdrawn' LIMIT 1"
+"""Whether the log holds any withdrawal (through the index on kind): most banks hold none, and
+then an append reads none."""

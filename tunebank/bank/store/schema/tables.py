@@ -53,6 +53,9 @@ class PolicyRow(SQLModel, table=True):
     backend: str | None = Field(default=None, max_length=64, index=True)
     cost_model_version: str | None = Field(default=None, max_length=32, index=True)
     recorded_at: str = Field(max_length=32)
+    file_op: str | None = Field(default=None, max_length=128, index=True)
+    """The operator of the bank file the entry was read from, where it is not the entry's own
+    ``op`` (CANN's FUSE bank of ExtendConvTranspose holds Conv3DBackpropInputV2 entries)."""
 
 
 class TaskRow(SQLModel, table=True):

@@ -3,7 +3,7 @@ knows it without importing the tables."""
 
 from tunebank.bank.errors import BankError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The bank's schema version, recorded in ``bank_meta`` (schema_version). A bank of another
 version is not opened: an older one is brought up to date by ``bank upgrade`` (bank/store/migrate.py),
 a newer one needs a newer tunebank.
@@ -17,6 +17,9 @@ a newer one needs a newer tunebank.
    the whole table and a sort without it.
 6. policy.recorded_at (the winning entry's time): among entries without a time (AOE's own
    banks), the newer one wins its key; the policies are derived again under that rule.
+7. ``withdrawn`` events (``bank import --mirror``), which retire a key's untimed entries, and
+   policy.file_op (the operator of the bank file an entry came from, where it is not the
+   entry's own); the policies are derived again.
 
 The events table's columns are the same in every version."""
 
