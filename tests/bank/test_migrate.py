@@ -1,6 +1,6 @@
 """Schema versions: an older bank is refused until `bank upgrade`, a newer one always.
 
-The schema-2 to schema-5 banks are files written by earlier tunebank commits
+The schema-2 to schema-6 banks are files written by earlier tunebank commits
 (fixtures/banks/README.md); the tests upgrade copies of them and never the files themselves.
 """
 
@@ -25,6 +25,10 @@ SCHEMA2 = Path(__file__).resolve().parents[2] / "fixtures" / "banks" / "schema2.
 SCHEMA3 = SCHEMA2.with_name("schema3.db")
 SCHEMA4 = SCHEMA2.with_name("schema4.db")
 SCHEMA5 = SCHEMA2.with_name("schema5.db")
+SCHEMA6 = SCHEMA2.with_name("schema6.db")
+SCHEMA6_EXPORT = "49c1e10e834537e046acd363ddf571bf1bacfca2793a12f78f929113f22e1c94"
+"""The digest of the aoe-repo tree that commit 87c6cc7 (schema 6) exported from schema6.db:
+``sha256sum`` of each file, sorted by path, then of that list (fixtures/banks/README.md)."""
 OLD_POLICY = ("soc_version, repo_key, info_digest, op_type, info_dict, knowledge, best_us, seq, "
               "task_id, event_id, origin, tune_mode, backend")
 """The policy columns every schema since 2 has (6 added recorded_at)."""
@@ -48,8 +52,8 @@ def _raw(path: Path, query: str) -> list[tuple[object, ...]]:
 
 def test_a_new_bank_records_this_version(tmp_path: Path) -> None:
     with Bank.open(str(tmp_path / "b.db"), create=True) as bank:
-        assert bank.store.schema_version() == SCHEMA_VERSION == 6
-    assert _raw(tmp_path / "b.db", "SELECT value FROM bank_meta WHERE name = 'schema_version'") == [("6",)]
+        assert bank.store.schema_version() == SCHEMA_VERSION == 7
+    assert _raw(tmp_path / "b.db", "SELECT value FROM bank_meta WHERE name = 'schema_version'") == [("7",)]
 
 
 FIXTURES = SCHEMA2.parents[1]
@@ -64,13 +68,13 @@ CHIP = ["--soc-version", "Ascend310"]
 def test_an_older_bank_is_refused_and_left_as_it_was(tmp_path: Path, command: list[str]) -> None:
     path = _copy(tmp_path)
     before = _digest(path)
-    with pytest.raises(SchemaVersionError, match="bank schema 2 is older than this tunebank's 6; "
+    with pytest.raises(SchemaVersionError, match="bank schema 2 is older than this tunebank's 7; "
                                                  "run `bank upgrade`"):
         Bank.open(str(path))
     result = runner.invoke(app, [*command, "--db", str(path)])
     assert result.exit_code == 1
     assert result.stderr == f"bank: error: {path} (from --db): bank schema 2 is older than this " \
-                            "tunebank's 6; run `bank upgrade` on it first (the log is kept as it is)\n"
+                            "tunebank's 7; run `bank upgrade` on it first (the log is kept as it is)\n"
     assert _digest(path) == before and [p.name for p in tmp_path.iterdir()] == ["old.db"]
 
 
@@ -81,7 +85,7 @@ def test_upgrading_the_schema_2_file_keeps_every_event_task_and_policy(tmp_path:
                        "status FROM task ORDER BY task_id")
     policies = _raw(path, "SELECT soc_version, repo_key, best_us, knowledge FROM policy ORDER BY 1, 2")
     report = upgrade_bank(str(path))
-    assert (report.from_version, report.to_version, report.last_seq) == (2, 6, 90)
+    assert (report.from_version, report.to_version, report.last_seq) == (2, 7, 90)
     with Bank.open(str(path)) as bank:
         verdict = bank.verify()
         assert verdict.ok and (verdict.events, verdict.tasks, verdict.policies) == (90, 6, 48)
@@ -95,7 +99,7 @@ def test_upgrading_the_schema_2_file_keeps_every_event_task_and_policy(tmp_path:
             if t[0] != task] == tasks
     assert len(_raw(path, "SELECT 1 FROM policy")) == len(policies) + 1
     again = upgrade_bank(str(path))
-    assert (again.from_version, again.to_version, again.steps) == (6, 6, ())
+    assert (again.from_version, again.to_version, again.steps) == (7, 7, ())
 
 
 def test_upgrading_the_schema_3_file_reads_key_states_from_the_log(tmp_path: Path) -> None:
@@ -104,7 +108,7 @@ def test_upgrading_the_schema_3_file_reads_key_states_from_the_log(tmp_path: Pat
     projection = _raw(path, f"SELECT {OLD_POLICY} FROM policy ORDER BY 1, 2, 3"), \
         _raw(path, "SELECT * FROM task")
     report = upgrade_bank(str(path))
-    assert (report.from_version, report.to_version, len(report.steps)) == (3, 6, 3)
+    assert (report.from_version, report.to_version, len(report.steps)) == (3, 7, 4)
     indexes = {row[0] for row in _raw(path, "SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "ix_events_task_key" in indexes and "ix_events_task_id" not in indexes
     assert _raw(path, "SELECT name FROM sqlite_master WHERE name = 'task_key'") == []
@@ -129,7 +133,7 @@ def test_upgrading_the_schema_4_file_indexes_the_policies_by_seq(tmp_path: Path)
     plan = "EXPLAIN QUERY PLAN SELECT * FROM policy WHERE seq > 0 ORDER BY seq LIMIT 10"
     assert any("SCAN policy" in str(row) for row in _raw(path, plan))
     report = upgrade_bank(str(path))
-    assert (report.from_version, report.to_version, len(report.steps)) == (4, 6, 2)
+    assert (report.from_version, report.to_version, len(report.steps)) == (4, 7, 3)
     assert any("ix_policy_seq" in str(row) for row in _raw(path, plan))
     assert _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq") == events
     assert _raw(path, f"SELECT {OLD_POLICY} FROM policy ORDER BY 1, 2, 3") == policies
@@ -143,7 +147,7 @@ def test_upgrading_the_schema_5_file_dates_each_policy_by_its_winning_event(tmp_
     events = _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq")
     policies = _raw(path, f"SELECT {OLD_POLICY} FROM policy ORDER BY 1, 2, 3")
     report = upgrade_bank(str(path))
-    assert (report.from_version, report.to_version, len(report.steps)) == (5, 6, 1)
+    assert (report.from_version, report.to_version, len(report.steps)) == (5, 7, 2)
     assert "newer wins" in report.steps[0]
     assert _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq") == events
     assert _raw(path, f"SELECT {OLD_POLICY} FROM policy ORDER BY 1, 2, 3") == policies
@@ -154,6 +158,37 @@ def test_upgrading_the_schema_5_file_dates_each_policy_by_its_winning_event(tmp_
         assert verdict.ok and (verdict.events, verdict.tasks, verdict.policies) == (90, 6, 58)
 
 
+def _tree_digest(out: Path) -> str:
+    """``find . -type f | sort | xargs sha256sum | sha256sum`` of a tree, in Python."""
+    lines = "".join(f"{_digest(path)}  ./{path.relative_to(out)}\n"
+                    for path in sorted(out.rglob("*"), key=lambda p: str(p.relative_to(out)))
+                    if path.is_file())
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def test_upgrading_the_schema_6_file_finds_bank_file_operators_and_exports_as_before(
+        tmp_path: Path) -> None:
+    """Issue 41: schema 7 keeps each entry's bank-file operator (policy.file_op) and can hold
+    withdrawals. The upgrade adds rows, never edits an event; the upgraded bank verifies, finds
+    the FUSE entry by its file's operator, and exports byte for byte what schema 6 exported."""
+    path = _copy(tmp_path, SCHEMA6)
+    events = _raw(path, "SELECT * FROM events ORDER BY seq")
+    report = upgrade_bank(str(path))
+    assert (report.from_version, report.to_version, len(report.steps)) == (6, 7, 1)
+    assert _raw(path, "SELECT * FROM events ORDER BY seq") == events
+    with Bank.open(str(path)) as bank:
+        verdict = bank.verify()
+        assert verdict.ok and (verdict.events, verdict.tasks, verdict.policies) == (93, 7, 59)
+    fused = runner.invoke(app, ["query", "--db", str(path), "--op-type", "ExtendConvTranspose",
+                                "--json"])
+    assert [(p["op_type"], p["file_op"]) for p in json.loads(fused.stdout)] == \
+        [("Conv3DBackpropInputV2", "ExtendConvTranspose")]
+    out = tmp_path / "exported"
+    done = runner.invoke(app, ["export", "--format", "aoe-repo", "--out", str(out), "--db", str(path)])
+    assert done.exit_code == 0, done.output
+    assert _tree_digest(out) == SCHEMA6_EXPORT
+
+
 def test_a_version_1_bank_has_its_projections_derived_again(tmp_path: Path) -> None:
     path = _copy(tmp_path)
     with sqlite3.connect(path) as conn:  # what a version-1 bank looked like
@@ -161,7 +196,7 @@ def test_a_version_1_bank_has_its_projections_derived_again(tmp_path: Path) -> N
         conn.execute("ALTER TABLE policy DROP COLUMN cost_model_version")
         conn.execute("UPDATE checkpoint SET schema_version = 1")
     report = upgrade_bank(str(path))
-    assert report.from_version == 1 and len(report.steps) == 5
+    assert report.from_version == 1 and len(report.steps) == 6
     with Bank.open(str(path)) as bank:
         assert bank.verify().ok and len(bank.policies()) == 48
 
@@ -173,7 +208,7 @@ def test_a_newer_bank_is_refused_even_by_upgrade(tmp_path: Path) -> None:
     before = _digest(path)
     for attempt in (lambda: Bank.open(str(path)), lambda: upgrade_bank(str(path))):
         with pytest.raises(SchemaVersionError, match="bank schema 99 is newer than this tunebank "
-                                                     "reads \\(up to 6\\); install a newer"):
+                                                     "reads \\(up to 7\\); install a newer"):
             attempt()
     assert _digest(path) == before
 
@@ -196,10 +231,10 @@ def test_the_upgrade_command(tmp_path: Path) -> None:
     path = _copy(tmp_path)
     first = runner.invoke(app, ["upgrade", "--db", str(path)])
     assert first.exit_code == 0, first.output
-    assert first.stdout.splitlines()[0] == f"Upgraded {path} (from --db) from schema 2 to 6, 90 events kept:"
+    assert first.stdout.splitlines()[0] == f"Upgraded {path} (from --db) from schema 2 to 7, 90 events kept:"
     assert first.stdout.splitlines()[-1] == "verify: OK"
     again = json.loads(runner.invoke(app, ["upgrade", "--db", str(path), "--json"]).stdout)
-    assert again == {"from_version": 6, "to_version": 6, "steps": [], "events": 90, "verify_ok": True,
+    assert again == {"from_version": 7, "to_version": 7, "steps": [], "events": 90, "verify_ok": True,
                      "problems": []}
     missing = runner.invoke(app, ["upgrade", "--db", str(tmp_path / "none.db")])
     assert missing.exit_code == 1 and "no bank at" in missing.stderr

@@ -180,7 +180,7 @@ class TestProjections:
         before = stored_projection(bank)
         extra = ("INSERT INTO policy SELECT soc_version, repo_key, 'x', op_type, info_dict, "
                  "knowledge, best_us, seq, task_id, event_id, origin, tune_mode, backend, "
-                 "cost_model_version, recorded_at FROM policy WHERE repo_key = '3'")
+                 "cost_model_version, recorded_at, file_op FROM policy WHERE repo_key = '3'")
         run_sql(bank, "DELETE FROM policy WHERE repo_key = '2'",  # missing
                 "UPDATE policy SET best_us = 99.0 WHERE repo_key = '1'",  # stale
                 extra,  # made by no event

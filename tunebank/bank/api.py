@@ -17,7 +17,6 @@ from tunebank.bank.errors import BankError, BankLocationError, OutcomeRuleError,
 from tunebank.bank.events import (
     KEYED_KINDS,
     KIND,
-    OUTCOME_KINDS,
     Event,
     EventKind,
     EventRow,
@@ -198,7 +197,7 @@ class Bank:
         events = []
         for outcome in outcomes:
             kind = EventKind(outcome.kind)
-            if kind not in OUTCOME_KINDS:
+            if kind not in KEYED_KINDS:  # an outcome, or a withdrawal of a key's entries
                 raise OutcomeRuleError(f"{kind} is not an outcome kind")
             events.append(self._event(kind, soc, task_id, outcome.payload(), outcome.repo_key,
                                       outcome.op_name, outcome.op_type))
