@@ -198,3 +198,49 @@ def test_an_entry_without_times_is_listed_without_them(bank: Bank, tmp_path: Pat
             import_paths(other, [path], "Ascend310")
             (policy,) = other.policies()
             assert policy.best_us == float("inf") and other.verify().ok
+
+
+def test_an_unchanged_tree_imported_again_is_hashed_not_parsed(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 41: a no-op re-import parsed, keyed and compared every entry. A file whose bytes
+    the chip's latest tree import recorded, with no event of that chip since, is now only read
+    and hashed; a changed file, or any event of its chip in between, has it read whole again."""
+    from typer.testing import CliRunner
+
+    from fixtures.aoe_banks import big_tree
+    from tunebank.bank.formats import aoe_repo
+    from tunebank.cli.main import app
+
+    runner = CliRunner()
+    tree = big_tree(400).write(tmp_path / "tree")
+    db = str(tmp_path / "b.db")
+    assert runner.invoke(app, ["import", str(tree), "--db", db]).exit_code == 0
+    parsed: list[str] = []
+    real = aoe_repo.read_kb_file
+
+    def counting(path: Path, *args: Any) -> Any:
+        parsed.append(path.name)
+        return real(path, *args)
+
+    monkeypatch.setattr(aoe_repo, "read_kb_file", counting)
+    again = runner.invoke(app, ["import", str(tree), "--db", db, "--json"])
+    report = json.loads(again.stdout)
+    assert parsed == [] and report["events_added"] == 0
+    assert sum(f["entries_unchanged"] for f in report["files"]) == 400
+    files = sorted(aoe_repo.bank_files(tree))
+    first = files[0]
+    lines = first.read_text(encoding="utf-8").splitlines()
+    entry = json.loads(lines[0])
+    entry["knowledge"][next(iter(entry["knowledge"]))] += 1
+    first.write_text("\n".join([json.dumps(entry), *lines[1:]]) + "\n", encoding="utf-8")
+    changed = json.loads(runner.invoke(app, ["import", str(tree), "--db", db, "--json"]).stdout)
+    assert parsed == [first.name] and changed["events_added"] == 2 + 2  # hit, update, task
+    parsed.clear()
+    with Bank.open(db) as bank:  # any event of the chip in between: every file of it is read
+        soc = aoe_repo.KbFile.parse(first.name, "").soc_version
+        bank.finish_task(bank.start_task(soc, tuning_name="something else"))
+    runner.invoke(app, ["import", str(tree), "--db", db])
+    assert sorted(parsed) == sorted(f.name for f in files
+                                    if aoe_repo.KbFile.parse(f.name, "").soc_version == soc)
+    with Bank.open(db) as bank:
+        assert bank.verify().ok

@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tunebank.bank.api import Bank, Outcome, policy_json, task_json, upgrade_bank
+    from tunebank.bank.api import Bank, Outcome, op_types, policy_json, task_json, upgrade_bank
     from tunebank.bank.audit.verify import VerifyReport
     from tunebank.bank.errors import (
         BankError,
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tunebank.bank.tasks import TaskView
 
 _HOMES = {
-    "tunebank.bank.api": ("Bank", "Outcome", "policy_json", "task_json", "upgrade_bank"),
+    "tunebank.bank.api": ("Bank", "Outcome", "op_types", "policy_json", "task_json", "upgrade_bank"),
     "tunebank.bank.errors": ("BankError", "BankLocationError", "EventValidationError", "OutcomeRuleError",
                     "StoreError", "UnknownTaskError"),
     "tunebank.bank.events": ("Event", "EventKind", "StoredEvent"),
@@ -67,6 +67,7 @@ __all__ = [
     "TaskView",
     "UnknownTaskError",
     "VerifyReport",
+    "op_types",
     "policy_json",
     "task_json",
     "upgrade_bank",

@@ -319,10 +319,6 @@ class Bank:
                   and where.cost_model_version in (None, p.cost_model_version)]
         return sorted(chosen, key=lambda p: (p.soc_version, p.op_type or "", p.repo_key))
 
-    def op_types(self) -> list[str]:
-        """Every operator type the bank's policies name (their own and their bank files')."""
-        return reads.op_types(self.store)
-
     def history(self, *, repo_key: str | None = None, op_name: str | None = None,
                 op_type: str | None = None, soc_version: str | None = None) -> list[StoredEvent]:
         """Every outcome event (and withdrawal) of a key, an op name or an op type, oldest
@@ -443,6 +439,12 @@ def upgrade_bank(db: str | None = None, *, env: dict[str, str] | None = None) ->
         return upgrade(store, location.describe())
     finally:
         store.close()
+
+
+def op_types(bank: Bank) -> list[str]:
+    """Every operator type ``bank``'s policies name (their own and their bank files'), sorted:
+    what a search that found nothing tells the user the bank does hold."""
+    return reads.op_types(bank.store)
 
 
 def policy_json(policy: Policy) -> dict[str, Any]:

@@ -79,7 +79,8 @@ def import_(
 
     try:
         prepared = read_imports(paths, soc_version, resolve, model_name, model_hash,  # before
-                                anchor)                                               # the bank
+                                anchor, None if mirror or not _any_tree(paths)        # writing
+                                else _unchanged_files(db))
     except KeyboardInterrupt:
         say("bank: interrupted; nothing was imported, the bank is as it was", err=True)
         raise typer.Exit(130) from None
@@ -110,6 +111,28 @@ def import_(
         say(f"bank: interrupted after the import was written ({report.appended} event(s) "
             "added)", err=True)
         raise typer.Exit(130) from None
+
+
+def _any_tree(paths: list[Path]) -> bool:
+    from tunebank.bank.formats.runtime_kb import SUFFIX
+
+    return any(path.is_dir() or path.name.endswith(SUFFIX) for path in paths)
+
+
+def _unchanged_files(db: str | None) -> Any:
+    """The bank files a tree import need not parse, as the bank at ``db`` holds them now (none
+    for a bank that does not exist yet); checked again in the import's own transaction."""
+    from tunebank.bank import BankLocationError
+    from tunebank.bank.exchange.tree_imports import unchanged_files
+    from tunebank.bank.location import resolve
+
+    if not resolve(db).exists:
+        return None
+    try:
+        with open_bank(db) as bank:
+            return unchanged_files(bank)
+    except BankLocationError:  # a server's empty database: the import makes the bank in it
+        return None
 
 
 def _bank_or_empty(db: str | None) -> Any:

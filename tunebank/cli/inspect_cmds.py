@@ -138,7 +138,9 @@ def query(
 def _no_such_op_type(bank: Any, op_type: str) -> None:
     """Say on stderr, when ``--op-type`` found nothing, whether the bank knows that type at all
     and which it does know (issue 41: a search that finds nothing said nothing)."""
-    known = bank.op_types()
+    from tunebank.bank import op_types
+
+    known = op_types(bank)
     if op_type not in known:
         listed = ", ".join(known[:12]) + (" ..." if len(known) > 12 else "")
         say(f"--op-type: no entry of the bank is of op type {op_type!r} or read from its "

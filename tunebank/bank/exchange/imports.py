@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from tunebank.bank.canonical import xxh64_key
 from tunebank.bank.events import Event, EventKind, EventRow
 from tunebank.bank.exchange.tree_imports import TreeCounts, Withdrawal
+from tunebank.bank.formats.aoe_repo import UnchangedFiles
 from tunebank.bank.formats.aoe_results import ImportedOp, ImportedReport, ImportFormatError
 
 if TYPE_CHECKING:
@@ -224,10 +225,13 @@ class ImportReport:
 
 def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolver | None = None,
                  model_name: str | None = None, model_hash: str | None = None,
-                 expect_head: Anchor | None = None) -> PreparedImport:
+                 expect_head: Anchor | None = None,
+                 unchanged: UnchangedFiles | None = None) -> PreparedImport:
     """Read and validate every file and derive its events, touching no bank: an import that
     fails here has written nothing anywhere. ``expect_head`` is a link every events file's
-    chain must pass through (see :class:`bank.formats.jsonl.Anchor`).
+    chain must pass through (see :class:`bank.formats.jsonl.Anchor`); ``unchanged`` names the
+    bank files of trees that need not be parsed (:func:`~bank.exchange.tree_imports.
+    unchanged_files`, checked again when the import is applied).
 
     Raises:
         BankError: a file is malformed, an option is missing, or an events file's history is
@@ -248,9 +252,10 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
     for path in paths:
         if path.is_dir() or path.name.endswith(SUFFIX):
             with bulk_job():
-                tree = read_tree(path)
-            if soc_version is not None and tree.socs() not in ([], [soc_version]):
-                raise BankError(f"{path}: holds banks of {', '.join(tree.socs())}, not only "
+                tree = read_tree(path, unchanged)
+            socs = sorted({*tree.socs(), *(scope.soc_version for scope in tree.skipped)})
+            if soc_version is not None and socs not in ([], [soc_version]):
+                raise BankError(f"{path}: holds banks of {', '.join(socs)}, not only "
                                 f"--soc-version {soc_version}")
             info = FileImport(str(path), "aoe-repo", gaps=[str(gap) for gap in tree.gaps])
             trees.append((info, tree))
@@ -282,6 +287,21 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
     return PreparedImport(files, events, streams, expect_head, trees)
 
 
+def _settle_skipped(bank: Bank, prepared: PreparedImport) -> None:
+    """Read again, whole, a tree some of whose files were skipped as unchanged when the bank
+    has changed since that was decided (another writer came between the read and this write)."""
+    from tunebank.bank.exchange.tree_imports import unchanged_files
+    from tunebank.bank.formats.aoe_repo import read_tree
+
+    if not any(tree.skipped for _, tree in prepared.trees):
+        return
+    unchanged = unchanged_files(bank)
+    for n, (info, tree) in enumerate(prepared.trees):
+        if any(unchanged(scope, tree.digests[scope][0]) != count
+               for scope, count in tree.skipped.items()):
+            prepared.trees[n] = (info, read_tree(Path(tree.path), unchanged))
+
+
 def apply_import(bank: Bank, prepared: PreparedImport, *, mirror: bool = False,
                  dry_run: bool = False) -> ImportReport:
     """Append a prepared import in one transaction: all of it or none of it. Tasks the bank
@@ -309,6 +329,7 @@ def _apply_import(bank: Bank, prepared: PreparedImport, mirror: bool, dry_run: b
     from tunebank.bank.formats.jsonl import EventsFileInfo
 
     present = {t.task_id for t in bank.tasks()}
+    _settle_skipped(bank, prepared)
     pending: dict[tuple[str, str], str] = {}
     from_trees: list[Event] = []
     moments = tree_moments(len(prepared.trees))

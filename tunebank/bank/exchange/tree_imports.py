@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from tunebank.bank.canonical import canonical_json, parse_json
 from tunebank.bank.events import Event, EventKind, format_time, utc_now
-from tunebank.bank.formats.aoe_repo import TreeEntry, TreeRead
+from tunebank.bank.formats.aoe_repo import TreeEntry, TreeRead, UnchangedFiles
+from tunebank.bank.formats.runtime_kb import KbFile
 from tunebank.bank.projection import standing
 from tunebank.bank.store import reads
 
@@ -77,7 +78,8 @@ def tree_events(bank: Bank, tree: TreeRead, pending: dict[tuple[str, str], str],
     tree is compared with them, not with the bank), and gains this tree's.
     """
     moment = format_time(when or utc_now())
-    counts = TreeCounts(entries=len(tree.entries))
+    skipped = sum(tree.skipped.values())  # files the bank holds as they are: never parsed
+    counts = TreeCounts(entries=len(tree.entries) + skipped, unchanged=skipped)
     by_soc: dict[str, list[TreeEntry]] = defaultdict(list)
     for entry in tree.entries:
         by_soc[entry.soc_version].append(entry)
@@ -87,7 +89,11 @@ def tree_events(bank: Bank, tree: TreeRead, pending: dict[tuple[str, str], str],
     for scope, text in tree.empty_files.items():
         empty_by_soc[scope.soc_version][scope.name] = text
     known_empty = recorded_empty_files(bank) if empty_by_soc else {}
-    counts.socs = sorted(by_soc.keys() | empty_by_soc.keys())
+    counts.socs = sorted(by_soc.keys() | empty_by_soc.keys()
+                         | {scope.soc_version for scope in tree.skipped})
+    files_by_soc: dict[str, dict[str, list[Any]]] = defaultdict(dict)
+    for scope, (sha, entries) in tree.digests.items():
+        files_by_soc[scope.soc_version][scope.name] = [sha, entries]
     for soc in sorted(by_soc.keys() | empty_by_soc.keys()):
         changes = _changes(bank, tree.path, soc, by_soc[soc], pending, counts)
         empty = {name: text for name, text in empty_by_soc[soc].items()
@@ -103,7 +109,7 @@ def tree_events(bank: Bank, tree: TreeRead, pending: dict[tuple[str, str], str],
         digest.update(canonical_json(empty).encode())
         task_id = hashlib.sha256(f"{soc}|{digest.hexdigest()}|{moment}".encode()).hexdigest()[:16]
         events += _task_events(tree.path, soc, task_id, moment, changes,
-                               f"aoe-bank:{digest.hexdigest()[:16]}", empty)
+                               f"aoe-bank:{digest.hexdigest()[:16]}", empty, files_by_soc[soc])
         task_ids.append(task_id)
     return events, counts, task_ids
 
@@ -169,7 +175,7 @@ def _latest_untimed(bank: Bank, soc: str, keys: Sequence[str]) -> dict[str, str]
 
 def _task_events(path: str, soc: str, task_id: str, moment: str,
                  changes: Sequence[Change], origin: str,
-                 empty: Mapping[str, str]) -> list[Event]:
+                 empty: Mapping[str, str], files: Mapping[str, list[Any]]) -> list[Event]:
     def event(kind: EventKind, payload: dict[str, Any], entry: TreeEntry | None = None) -> Event:
         return Event.of(kind, soc, task_id, moment, origin,
                         {k: v for k, v in payload.items() if v is not None},
@@ -178,7 +184,8 @@ def _task_events(path: str, soc: str, task_id: str, moment: str,
 
     events = [event(EventKind.TASK_STARTED, {"tuning_name": f"import of AOE bank {path}",
                                              "job_type": JOB_TYPE,
-                                             "empty_files": dict(empty) or None})]
+                                             "empty_files": dict(empty) or None,
+                                             "files": dict(files) or None})]
     for is_new, entry, payload, _ in changes:
         if not is_new:
             events.append(event(EventKind.HIT, {"info_dict": entry.entry.info_dict,
@@ -201,6 +208,37 @@ def recorded_empty_files(bank: Bank) -> dict[str, dict[str, str]]:
                 if isinstance(name, str) and text in ("", "{}"):
                     found[stored.event.soc_version][name] = text
     return found
+
+
+def unchanged_files(bank: Bank) -> UnchangedFiles:
+    """What a tree import need not parse: a bank file whose SHA-256 is the one the chip's latest
+    tree import recorded for a file of that name, when no event of that chip has come since
+    (a tune, another import, a merge or a withdrawal could have changed what the bank holds for
+    its keys). Its entries are then exactly the bank's word for them, and importing them again
+    would add nothing (issue 41: a no-op re-import parsed, keyed and compared every entry)."""
+    from tunebank.bank.store.results import EventFilter
+
+    latest: dict[str, tuple[int, str, dict[str, Any]]] = {}
+    for stored in reads.events(bank.store, EventFilter(kinds=(str(EventKind.TASK_STARTED),))):
+        files = stored.event.payload.get("files")
+        if stored.event.payload.get("job_type") == JOB_TYPE and isinstance(files, dict):
+            latest[stored.event.soc_version] = (stored.seq, stored.event.task_id, files)
+    tasks = {task.task_id: task for task in bank.tasks()} if latest else {}
+    settled: dict[str, dict[str, Any]] = {}
+    for soc, (_, task_id, files) in latest.items():
+        task = tasks.get(task_id)
+        if task is not None and task.finished and not reads.chip_events_after(
+                bank.store, soc, task.last_seq):
+            settled[soc] = files
+
+    def unchanged(scope: KbFile, sha: str) -> int | None:
+        record = settled.get(scope.soc_version, {}).get(scope.name)
+        if isinstance(record, list) and len(record) == 2 and record[0] == sha \
+                and isinstance(record[1], int) and not isinstance(record[1], bool):
+            return record[1]
+        return None
+
+    return unchanged
 
 
 def tree_moments(count: int, now: datetime | None = None) -> list[datetime]:

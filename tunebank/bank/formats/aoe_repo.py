@@ -13,11 +13,12 @@ tunebank keeps what AOE's files cannot hold (the repo_key and the time) beside t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -27,7 +28,7 @@ import xxhash
 
 from tunebank.bank.atomic import write_texts_atomic
 from tunebank.bank.canonical import canonical_json, finite_number, shown
-from tunebank.bank.formats.jsontext import read_json_file
+from tunebank.bank.formats.jsontext import read_bytes, read_json_file
 from tunebank.bank.formats.runtime_kb import (
     SUFFIX,
     Gap,
@@ -89,13 +90,24 @@ class TreeRead:
     empty_files: dict[KbFile, str] = field(default_factory=dict)
     """The files that hold no entry, with what they hold (``{}`` or nothing), so an export
     can give them back file for file."""
+    digests: dict[KbFile, tuple[str, int]] = field(default_factory=dict)
+    """Each bank file's SHA-256 and how many entries it holds: what an import records, so
+    that the same bytes imported again need not be parsed (:func:`read_tree`'s ``unchanged``)."""
+    skipped: dict[KbFile, int] = field(default_factory=dict)
+    """The files not parsed because the bank holds them as they are, with their entry counts."""
 
     def socs(self) -> list[str]:
         return sorted({e.soc_version for e in self.entries})
 
 
-def read_tree(path: Path) -> TreeRead:
-    """Every entry of a tree, or of one bank file.
+UnchangedFiles = Callable[[KbFile, str], int | None]
+"""Given a bank file and its SHA-256: how many entries it holds if the bank holds all of them
+as they are (the file need not be parsed), else ``None``."""
+
+
+def read_tree(path: Path, unchanged: UnchangedFiles | None = None) -> TreeRead:
+    """Every entry of a tree, or of one bank file (but those of the files ``unchanged`` says the
+    bank already holds as they are: only their bytes are read and hashed).
 
     An entry repeated (the same chip, cores, operator and info_dict) with the same content is
     kept once and the repeat named as a gap; with other content it is refused, as the bank
@@ -117,7 +129,16 @@ def read_tree(path: Path) -> TreeRead:
         relative = file.name if file == path else file.relative_to(path).as_posix()
         if file != path:
             _check_in_tree(root, file)
-        read = read_kb_file(file, str(file))
+        data = read_bytes(file, KbFormatError)
+        digest = hashlib.sha256(data).hexdigest()
+        scope = KbFile.parse(file.name, str(file))
+        known = unchanged(scope, digest) if unchanged is not None else None
+        if known is not None:
+            tree.digests[scope] = (digest, known)
+            tree.skipped[scope] = known
+            continue
+        read = read_kb_file(file, str(file), data)
+        tree.digests[scope] = (digest, len(read.entries))
         tree.gaps += read.gaps
         if not read.entries:
             empty = any(gap.what.startswith("{}") for gap in read.gaps)

@@ -186,8 +186,9 @@ class KbRead:
     gaps: list[Gap] = field(default_factory=list)
 
 
-def read_kb_file(path: Path, shown_as: str | None = None) -> KbRead:
-    """Every entry of one bank file, as it is; ``shown_as`` names the file in messages.
+def read_kb_file(path: Path, shown_as: str | None = None, data: bytes | None = None) -> KbRead:
+    """Every entry of one bank file, as it is; ``shown_as`` names the file in messages, and
+    ``data`` is its bytes where the caller has read them already.
 
     Raises:
         KbFormatError: the file cannot be read, its name is not a bank file's, or a line is
@@ -196,7 +197,8 @@ def read_kb_file(path: Path, shown_as: str | None = None) -> KbRead:
     where = shown_as or str(path)
     scope = KbFile.parse(path.name, where)
     read = KbRead(scope)
-    text = read_text(path, KbFormatError).removeprefix("\ufeff")
+    text = (read_text(path, KbFormatError) if data is None
+            else decoded(data, where)).removeprefix("\ufeff")
     if not text.strip():
         read.gaps.append(Gap(where, None, "empty file, no entry"))
         return read
@@ -210,6 +212,14 @@ def read_kb_file(path: Path, shown_as: str | None = None) -> KbRead:
             continue
         read.entries.append(_entry(line, scope, f"{where}: line {number}", number, raw))
     return read
+
+
+def decoded(data: bytes, where: str) -> str:
+    """A bank file's bytes as text, or the error naming the file."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise KbFormatError(f"{where}: not UTF-8 text (bad byte at offset {exc.start})") from None
 
 
 def _entry(line: dict[str, Any], scope: KbFile, where: str, number: int, raw: str) -> KbEntry:

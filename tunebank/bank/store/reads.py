@@ -173,6 +173,14 @@ def untimed_policies(store: EventStore
         yield from rows
 
 
+def chip_events_after(store: EventStore, soc_version: str, seq: int) -> bool:
+    """Whether the log holds an event of ``soc_version`` after ``seq`` (a range of the seq key,
+    read until the first such event)."""
+    with store.transaction() as db:
+        return db.one("SELECT 1 FROM events WHERE seq > ? AND soc_version = ? LIMIT 1",
+                      (seq, soc_version)) is not None
+
+
 def op_types(store: EventStore) -> list[str]:
     """Every operator type the current policies name, their own and their bank files', sorted."""
     with store.transaction() as db:
