@@ -196,3 +196,19 @@ def test_mirror_takes_bank_trees_only(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "--mirror: takes AOE bank trees only" in result.stderr
     assert not (tmp_path / "b.db").exists()
+
+
+def test_a_merge_says_how_many_entries_the_source_s_withdrawals_retired(
+        releases: list[Path], tmp_path: Path) -> None:
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    with freeze_time("2026-12-01 08:00:00"):
+        _import(a, str(releases[0]))
+        _import(b, str(releases[0]))
+    with freeze_time("2026-12-02 08:00:00"):
+        _import(a, str(releases[2]), "--mirror")
+    merged = runner.invoke(app, ["merge", str(a), "--db", str(b), "--json"])
+    (report,) = json.loads(merged.stdout)
+    assert report["policies_withdrawn"] == len(_held(releases[0]) - _held(releases[2])) > 0
+    assert _current(b) == _held(releases[2])
+    shown = runner.invoke(app, ["merge", str(a), "--db", str(tmp_path / "c.db")])
+    assert "withdrawn by the source's mirror imports" not in shown.stdout  # a new bank held none

@@ -165,6 +165,31 @@ class TestProjections:
         assert bank.policies(at_seq=0) == []
         assert bank.policies(PolicyFilter(backend="other")) == []
 
+    def test_a_withdrawal_retires_untimed_entries_up_to_it(self, bank: Bank) -> None:
+        """Issue 41 (`bank import --mirror`): a key's entries without a time recorded up to its
+        withdrawal are retired, on every backend; a timed one stays, a later one comes back,
+        and verify, rebuild and time travel agree."""
+        def untimed(kind: str, key: str) -> object:
+            made = oc(kind, key)
+            return replace(made, performance_after_us=None, extra={"performance_unknown": True})
+
+        finished_task(bank, [untimed("add", "1"), untimed("add", "2"), oc("add", "3", after=9.0)])
+        before = bank.head()
+        finished_task(bank, [oc("withdrawn", "1"), oc("withdrawn", "3")])
+        assert sorted(p.repo_key for p in bank.policies()) == ["2", "3"]  # 3 is timed: kept
+        assert sorted(p.repo_key for p in bank.policies(at_seq=before)) == ["1", "2", "3"]
+        assert bank.lookup("Ascend310", [("1", info("1"))]) == {}
+        summary = bank.task(bank.tasks()[-1].task_id).repo_summary()
+        assert summary["total_num"] == 0  # a withdrawal is no AOE outcome
+        finished_task(bank, [untimed("add", "1")])  # recorded after the withdrawal: it holds
+        assert sorted(p.repo_key for p in bank.policies()) == ["1", "2", "3"]
+        projection = stored_projection(bank)
+        assert bank.verify().ok
+        bank.rebuild()
+        assert stored_projection(bank) == projection
+        with pytest.raises(OutcomeRuleError, match="already has its withdrawn"):
+            finished_task(bank, [oc("withdrawn", "2"), oc("withdrawn", "2")])
+
     def test_rebuild_gives_the_same_projection(self, bank: Bank) -> None:
         finished_task(bank, [oc("add", "1"), oc("unsatisfied", "2")])
         task = bank.start_task("Ascend310", tuning_name="open")

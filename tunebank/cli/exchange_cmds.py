@@ -364,6 +364,10 @@ def merge(
     if any(r.newer for r in reports):
         say("newer: keys both banks hold without a measured time (AOE's own entries); the "
             "entry recorded later (imported or tuned later) holds")
+    for r in reports:
+        if r.withdrawn:
+            say(f"{r.source}: {r.withdrawn} entries of this bank withdrawn by the source's mirror "
+                "imports (bank import --mirror): no longer current, kept in the log")
     if any(r.ties for r in reports):  # which side wins a tie varies run to run: --json says
         say("ties: keys both banks hold with records of the same time; the smaller event id "
             "decides which record stands, and no key gets faster or slower by it")

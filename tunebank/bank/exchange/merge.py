@@ -78,7 +78,8 @@ class MergeReport:
     ``ties``, keys both held with different measured records of the same time. The best-wins
     rule breaks a tie by the smaller event_id, which holds task ids and times, so which record
     stands (``ties_switched`` counts the source's wins) varies between two runs of the same
-    tunes; the counts do not, and no tie makes a key faster or slower."""
+    tunes; the counts do not, and no tie makes a key faster or slower. ``withdrawn`` counts the
+    keys the target held that the source's withdrawals (``bank import --mirror``) retired."""
 
     source: str
     added: int = 0
@@ -89,6 +90,7 @@ class MergeReport:
     untimed_switched: int = 0
     ties: int = 0
     ties_switched: int = 0
+    withdrawn: int = 0
     conflicts: list[Conflict] = field(default_factory=list)
 
     @property
@@ -104,10 +106,12 @@ class MergeReport:
                 "policies_tied": self.ties,
                 "ties_switched": self.ties_switched,
                 "policies_changed": self.policies_changed,
+                "policies_withdrawn": self.withdrawn,
                 "conflicts": [c.as_json() for c in self.conflicts]}
 
     def count_changes(self, before: Refs, theirs: Refs, after: Refs) -> None:
         """Sort the keys by what the merge did to them (see the class docstring)."""
+        self.withdrawn += sum(1 for key in before if key not in after)
         for key, (event_id, best_us) in after.items():
             was, other = before.get(key), theirs.get(key)
             if was is None:
