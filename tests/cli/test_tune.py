@@ -109,7 +109,13 @@ def test_missing_model_is_a_usage_error(tmp_path: Path) -> None:
 def test_socs_lists_every_chip_with_estimates_marked() -> None:
     result = runner.invoke(app, ["socs", "--json"])
     chips = {c["soc_version"]: c for c in json.loads(result.stdout)}
-    assert set(chips) == {"Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B2"}
+    assert set(chips) == {"Ascend310", "Ascend310P3", "Ascend910A", "Ascend910B2", "Ascend910B1",
+                          "Ascend910B2C", "Ascend910B3", "Ascend910B4", "Ascend910_9372",
+                          "Ascend910_9381", "Ascend910_9382", "Ascend910_9391", "Ascend910_9392"}
+    # issue 42: every chip CANN ships a MatMulV3 bank for, its AI cores from those banks' names
+    assert (chips["Ascend910B3"]["ai_cores"], chips["Ascend910_9382"]["ai_cores"]) == (20, 24)
+    assert "freq_ghz" in chips["Ascend910B3"]["estimates"] and \
+        "ai_cores" not in chips["Ascend910B3"]["estimates"]
     assert chips["Ascend910B2"]["ai_cores"] == 24 and "ai_cores" not in chips["Ascend910B2"]["estimates"]
     table = runner.invoke(app, ["socs"])
     assert "Ascend910B2" in table.stdout
@@ -212,3 +218,40 @@ def test_with_output_the_tuning_result_lies_beside_the_model(
     assert tuning.parent == Path(report["output_model"]).parent and tuning.is_file()
     assert Path("out") in tuning.parents  # --output as given
     assert not (tmp_path / "tuning_result.json").exists()
+
+
+def test_aicore_num_tunes_part_of_a_chip_under_keys_of_its_own(tmp_path: Path) -> None:
+    """Issue 42 (AOE's --aicore_num): CANN's Ascend910_9382 banks hold a 16-core file beside the
+    24-core one. A tune on 16 cores records keys of its own (a tiling for 16 cores is not one for
+    24), times of its own, and the count in its task; a plan on 16 cores knows them; the whole
+    chip's keys stay as they always were."""
+    db = str(tmp_path / "b.db")
+    small = ["--soc-version", "Ascend910_9382", "--db", db, "--budget", "8", "--json", "-q"]
+    part = json.loads(runner.invoke(app, ["tune", MODEL, *small, "--aicore-num", "16"]).stdout)
+    whole = json.loads(runner.invoke(app, ["tune", MODEL, *small, "--no-transfer"]).stdout)
+    assert part["repo_summary"]["repo_add_num"] + part["repo_summary"]["repo_unsatisfied_num"] \
+        == part["repo_summary"]["total_num"] == whole["repo_summary"]["total_num"]
+    assert whole["repo_summary"]["repo_hit_num"] == 0  # no key of the 16-core tune is a 24-core one
+    assert part["model_result_ms"] != whole["model_result_ms"]
+    from tunebank.bank import Bank
+
+    with Bank.open(db) as bank:
+        started = [s.event.payload for s in bank.events() if s.event.kind == "task_started"]
+    assert [p.get("aicore_num") for p in started] == [16, 24]
+    plan = runner.invoke(app, ["plan", MODEL, "--soc-version", "Ascend910_9382", "--db", db,
+                               "--aicore-num", "16"])
+    assert plan.stdout.strip().splitlines()[-1].startswith("26 keys: 26 known to the bank")
+    again = json.loads(runner.invoke(app, ["tune", MODEL, *small]).stdout)
+    assert again["repo_summary"]["repo_hit_num"] == whole["repo_summary"]["repo_add_num"]
+
+
+@pytest.mark.parametrize(("cores", "message"), [
+    ("25", "--aicore-num: 25 is not between 1 and Ascend910_9382's 24 AI cores"),
+    ("0", "Invalid value for '--aicore-num'"),
+])
+def test_aicore_num_beyond_the_chip_is_refused_before_the_bank(tmp_path: Path, cores: str,
+                                                               message: str) -> None:
+    result = runner.invoke(app, ["tune", MODEL, "--soc-version", "Ascend910_9382", "--db",
+                                 str(tmp_path / "b.db"), "--aicore-num", cores])
+    assert result.exit_code != 0 and message in result.stderr
+    assert not (tmp_path / "b.db").exists()

@@ -297,3 +297,20 @@ def test_the_budget_counts_every_distinct_candidate_the_default_included(mode: s
     report = run_tune(tmp_path / "b.db", tmp_path, budget=16, mode=mode)
     plan = plan_tune(load_model(VGG), get_soc("Ascend310"), TuneSelection())
     assert report.measurements == sum(min(16, g.space.size) for g in plan.groups)
+
+
+def test_reload_continues_on_the_task_s_core_count_or_says_which(tmp_path: Path) -> None:
+    """Issue 42: a task started with --aicore-num 16 was planned on 16 cores; --reload without
+    it would plan 24-core keys, so it says to give the count, and with it continues the task."""
+    from tunebank.tuner.model.reading import load_model
+
+    db = tmp_path / "b.db"
+    with Bank.open(str(db), create=True) as bank:
+        stale = bank.start_task("Ascend910_9382", tuning_name="part", job_type="opat",
+                                model_hash=load_model(VGG).sha256, search_mode="ga",
+                                extra={"seed": 0, "aicore_num": 16})
+    with pytest.raises(BankError, match="runs on 16 AI cores; give --aicore-num 16 with --reload"):
+        run_tune(db, tmp_path, reload=True, soc_version="Ascend910_9382")
+    resumed = run_tune(db, tmp_path, reload=True, soc_version="Ascend910_9382", aicore_num=16,
+                       given=frozenset({"aicore_num"}))
+    assert resumed.task_id == stale and resumed.resumed

@@ -110,6 +110,8 @@ def tune(
     output: Annotated[Path | None, typer.Option(
         help="Write the annotated model in DIR/aoe_workspace/... .")] = None,
     transfer: Annotated[bool, typer.Option(_FLAG["transfer"], help=_HELP["transfer"])] = True,
+    aicore_num: Annotated[int | None, typer.Option(
+        _FLAG["aicore_num"], min=1, metavar="N", help=_HELP["aicore_num"])] = None,
     progress_bar: Annotated[OnOff, typer.Option("--progress-bar", help="Progress on stderr.")] = OnOff.on,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
     as_json: JsonOption = False,
@@ -142,7 +144,7 @@ def tune(
         load_tuning_result=load_tuning_result, noise=noise, run_loop=run_loop,
         tuning_name=tuning_name, result_format=result_format.value, work_dir=result_folder(),
         output=output, transfer=transfer, backend=backend, sim_delay_s=sim_delay_ms / 1000,
-        measure_timeout_s=measure_timeout,
+        measure_timeout_s=measure_timeout, aicore_num=aicore_num,
         given=_given(ctx, RESUMED))
     show = progress_bar == OnOff.on and not as_json and not quiet
     if campaign is not None:
@@ -279,6 +281,9 @@ def plan(
         "--job-type", metavar="<operator|subgraph|2|1>",
         help="subgraph (1): the model's subgraph keys; operator (2): its operator keys.")]
     = "operator",
+    aicore_num: Annotated[int | None, typer.Option(
+        "--aicore-num", min=1, metavar="N",
+        help="The keys of a tune on N AI cores (default: all of the chip's).")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Show what a model still needs tuned: each key known, known to gain nothing, or new."""
@@ -288,7 +293,8 @@ def plan(
 
     kind = job_type_of(job_type)
     with open_bank(db) as bank:
-        keys = coverage(bank, model, soc_version, parse_input_shapes(input_shape), kind)
+        keys = coverage(bank, model, soc_version, parse_input_shapes(input_shape), kind,
+                        aicore_num)
     if as_json:
         print_json([k.as_json() for k in keys])
         return

@@ -34,7 +34,6 @@ from tunebank.tuner.errors import TuneError
 from tunebank.tuner.measure.backend import BackendError, BackendSettings, KeyWork, MeasurementBackend
 from tunebank.tuner.measure.costmodel import CostModel
 from tunebank.tuner.measure.plugins import open_backend
-from tunebank.tuner.measure.socs import get_soc
 from tunebank.tuner.model.annotate import annotated_model
 from tunebank.tuner.model.reading import load_model
 from tunebank.tuner.options import (
@@ -42,6 +41,7 @@ from tunebank.tuner.options import (
     check_options,
     read_tuning_result,
     resumed_options,
+    soc_of,
 )
 from tunebank.tuner.plan.grouping import KeyGroup, TunePlan, plan_tune
 from tunebank.tuner.plan.selection import TuneSelection, load_selection
@@ -173,8 +173,8 @@ def tune(bank_opener: Callable[[], Bank], options: TuneOptions,
         BankError: a bad option, model, config or chip (nothing is written), or a store error.
     """
     reporter = reporter or Reporter()
-    soc = get_soc(options.soc_version)
     check_options(options)
+    soc = soc_of(options)
     selection = load_selection(options.tuning_config, options.tune_ops_file)
     model = load_model(options.model, options.input_shapes)
     plan = plan_subgraphs(model, soc) if options.job_type == "sgat" else plan_tune(model, soc, selection)
@@ -219,7 +219,12 @@ def open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel,
     if options.reload or resume is not None:
         task = resume or _unfinished_task(bank, options.soc_version, model_hash, options.job_type)
         events = list(bank.events(task_id=task.task_id))
+        planned = cost.soc.ai_cores
         options = replace(resumed_options(options, events[0].event.payload), reload=True)
+        if options.aicore_num not in (None, planned):  # the keys were planned on other cores
+            raise TuneError(f"--aicore-num: the unfinished task {task.task_id} runs on "
+                            f"{options.aicore_num} AI cores; give --aicore-num "
+                            f"{options.aicore_num} with --reload to continue it")
         backend = backend_for(options)
         outcomes.absorb(events)
         task_id, tuning_name = task.task_id, task.tuning_name or tuning_name
@@ -230,6 +235,7 @@ def open_task(bank: Bank, options: TuneOptions, plan: TunePlan, cost: CostModel,
             notices.append(f"task {task.task_id} of this model is unfinished; "
                            "--reload would have continued it")
         settings = {name: getattr(options, name) for name in RESUMED if name != "mode"}
+        settings["aicore_num"] = cost.soc.ai_cores  # the count the keys were planned on
         extra = {**recorded({**settings, "backend": backend.name}),  # search_mode: its own field
                  "cost_model_version": backend.version,
                  "tool_version": tool_version(), "selected": sorted(selection.op_names)}

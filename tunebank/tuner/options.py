@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tunebank.tuner.errors import TuneError
+from tunebank.tuner.measure.socs import SocSpec, get_soc, with_cores
 from tunebank.tuner.plan.selection import ConfigError, read_json
 from tunebank.tuner.settings import RESUMED, SETTINGS, check_settings
 
@@ -51,12 +52,23 @@ class TuneOptions:
     """For ``sim``: the wall time each measurement takes (see BackendSettings.delay_s)."""
     measure_timeout_s: float = 600.0
     """The longest one batch of measurements may take (see BackendSettings.timeout_s)."""
+    aicore_num: int | None = None
+    """The AI cores the operators run on (``None``: all of the chip's)."""
     campaign: str | None = None
     """The campaign this task is part of, as ``CAMPAIGN_ID/INDEX`` (recorded when it starts,
     so ``--reload`` finds the campaign's tasks)."""
     given: frozenset[str] = frozenset()
     """The options the user set (not left at their defaults): with ``reload``, one that differs
     from the unfinished task's setting is an error rather than silently overridden."""
+
+def soc_of(options: TuneOptions) -> SocSpec:
+    """The chip ``options`` tune for, on the AI cores they give (all by default).
+
+    Raises:
+        UnknownSocError: the chip is not known, or has fewer cores than ``aicore_num``.
+    """
+    return with_cores(get_soc(options.soc_version), options.aicore_num)
+
 
 def job_type_of(text: str) -> str:
     """The job_type ``--job-type`` names: ``sgat`` (subgraph, 1) or ``opat`` (operator, 2).

@@ -98,6 +98,10 @@ SETTINGS: dict[str, Setting] = {setting.name: setting for setting in (
     Setting("measure_timeout_s", "--measure-timeout",
             "Stop the tune, resumable, when one batch of measurements takes longer than this "
             "many seconds (a hung device or plug-in).", (float, int), (0.001, 86_400, "seconds")),
+    Setting("aicore_num", "--aicore-num",
+            "AI cores the operators run on (AOE's --aicore_num; default: all of the chip's). "
+            "A key tuned on part of a chip is its own key.", (int,), (1, 64, "AI cores"),
+            recorded="aicore_num"),
     Setting("sim_delay_s", "--sim-delay-ms",
             "sim backend: wall time of each run of a candidate, in milliseconds, as a device's "
             "(times recorded do not change).", bounds=(0, 10, "seconds")),

@@ -28,9 +28,8 @@ from tunebank.tuner.campaign.file import CampaignModel
 from tunebank.tuner.errors import TuneError
 from tunebank.tuner.flow import Reporter, TuneReport, backend_for, finish, open_task, tune_keys
 from tunebank.tuner.measure.costmodel import CostModel
-from tunebank.tuner.measure.socs import get_soc
 from tunebank.tuner.model.reading import load_model
-from tunebank.tuner.options import TuneOptions, check_options
+from tunebank.tuner.options import TuneOptions, check_options, soc_of
 from tunebank.tuner.plan.grouping import plan_tune
 from tunebank.tuner.plan.selection import load_selection
 from tunebank.tuner.search.executors import Executor
@@ -78,7 +77,8 @@ def campaign_id(models: Sequence[tuple[CampaignModel, str]], chips: Sequence[str
     """The id of a campaign: the same models (by content, with the same inputs and tuning
     configs), chips and search settings, in the same order, give the same id, so
     ``--reload`` finds its tasks."""
-    settings = {name: getattr(options, name) for name in RESUMED}
+    settings = {name: getattr(options, name) for name in RESUMED
+                if name != "aicore_num" or options.aicore_num is not None}  # ids from before it
     return digest({"models": [[sha256, {k: list(v) for k, v in m.input_shapes.items()},
                                str(m.tuning_config or ""), str(m.tune_ops_file or "")]
                               for m, sha256 in models],
@@ -109,9 +109,9 @@ def run_campaign(bank_opener: Callable[[], Bank], options: TuneOptions,
              load_model(entry.path, entry.input_shapes)) for entry in models]
     tasks = []
     for chip in chips:
-        soc = get_soc(chip)
         chip_options = replace(options, soc_version=chip)
         check_options(chip_options)
+        soc = soc_of(chip_options)
         backend = backend_for(chip_options)
         for entry, selection, model in read:
             folder = options.work_dir / f"{entry.path.stem}_{chip}"

@@ -7,7 +7,7 @@ and :attr:`SocSpec.estimates` lists which fields are estimates for each chip.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from tunebank.bank.errors import BankError
 from tunebank.bank.names import is_plain_name, why_not_plain
@@ -57,6 +57,18 @@ class SocSpec:
         return values
 
 
+def _like_910b2(name: str, cores: int) -> SocSpec:
+    """A chip of the Ascend 910B/910_93 families: its AI-core count from CANN's banks (their
+    file names), twice as many vector cores, and every other figure Ascend910B2's, flagged as
+    an estimate (no figure of these chips is published that tunebank has found)."""
+    return SocSpec(name, ai_cores=cores, vector_cores=2 * cores, freq_ghz=1.8, l0a_bytes=64 * KIB,
+                   l0b_bytes=64 * KIB, l0c_bytes=128 * KIB, l1_bytes=512 * KIB, ub_bytes=192 * KIB,
+                   gm_gbps=1600.0, l1_to_l0_bytes_per_cycle=512, ub_bytes_per_cycle=256,
+                   vector_fp16_per_cycle=128, launch_us=1.5, issue_cycles=16,
+                   estimates=("freq_ghz", "l0a_bytes", "l0b_bytes", "l0c_bytes", "l1_bytes",
+                              "ub_bytes", "gm_gbps", *_COMMON_ESTIMATES))
+
+
 _COMMON_ESTIMATES = ("l1_to_l0_bytes_per_cycle", "ub_bytes_per_cycle", "vector_fp16_per_cycle",
                      "launch_us", "issue_cycles")
 
@@ -85,8 +97,43 @@ SOCS: dict[str, SocSpec] = {
                 gm_gbps=1600.0, l1_to_l0_bytes_per_cycle=512, ub_bytes_per_cycle=256,
                 vector_fp16_per_cycle=128, launch_us=1.5, issue_cycles=16,
                 estimates=("gm_gbps", *_COMMON_ESTIMATES)),
+        *(_like_910b2(name, cores) for name, cores in (
+            ("Ascend910B1", 24), ("Ascend910B2C", 24), ("Ascend910B3", 20), ("Ascend910B4", 20),
+            ("Ascend910_9372", 20), ("Ascend910_9381", 24), ("Ascend910_9382", 24),
+            ("Ascend910_9391", 24), ("Ascend910_9392", 24))),
     )
 }
+
+BANK_CORE_COUNTS: dict[str, tuple[int, ...]] = {
+    "Ascend910B1": (24,), "Ascend910B2": (24,), "Ascend910B2C": (24,), "Ascend910B3": (20,),
+    "Ascend910B4": (20,), "Ascend910_9372": (20,), "Ascend910_9381": (24,),
+    "Ascend910_9382": (16, 24), "Ascend910_9391": (24,), "Ascend910_9392": (16, 24),
+}
+"""The AI-core counts of CANN's shipped MatMulV3 banks per chip (their file names,
+``{soc}_{cores}_AiCore_MatMulV3_runtime_kb.json``, in CANN's ops-nn at e5c3fa9): a chip can
+have a bank for a part of its cores as well as for all of them."""
+
+
+def with_cores(spec: SocSpec, cores: int | None, option: str = "--aicore-num") -> SocSpec:
+    """``spec`` on ``cores`` of its AI cores (AOE's ``--aicore_num``; ``None``: all of them),
+    its vector cores in the same proportion.
+
+    Raises:
+        UnknownSocError: ``cores`` is not between 1 and the chip's count.
+    """
+    if cores is None or cores == spec.ai_cores:
+        return spec
+    if isinstance(cores, bool) or not 1 <= cores <= spec.ai_cores:
+        raise UnknownSocError(f"{option}: {cores} is not between 1 and {spec.soc_version}'s "
+                              f"{spec.ai_cores} AI cores")
+    vector = max(1, spec.vector_cores * cores // spec.ai_cores)
+    return replace(spec, ai_cores=cores, vector_cores=vector)
+
+
+def full_cores(spec: SocSpec) -> int:
+    """How many AI cores ``spec``'s chip has (``spec`` may use fewer: :func:`with_cores`)."""
+    known = SOCS.get(spec.soc_version)
+    return known.ai_cores if known is not None else spec.ai_cores
 
 
 def get_soc(soc_version: str) -> SocSpec:

@@ -37,6 +37,13 @@ def info_dict(op: Operator) -> dict[str, Any]:
     }
 
 
+def on_cores(info: dict[str, Any], cores: int | None) -> dict[str, Any]:
+    """``info`` keyed for ``cores`` AI cores of its chip (AOE's ``--aicore_num``), where that is
+    not all of them (``None``): a tiling tuned on 16 cores is not one for 24, so the two are
+    two keys; a key of the whole chip stays as it always was."""
+    return info if cores is None else {**info, "aicore_num": cores}
+
+
 def repo_key(info: dict[str, Any]) -> str:
     """xxh64 of the info_dict's canonical bytes, as a decimal string (as AOE writes its keys)."""
     return xxh64_key(info)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tunebank.bank import Bank
-from tunebank.tuner.measure.socs import get_soc
+from tunebank.tuner.measure.socs import get_soc, with_cores
 from tunebank.tuner.model.reading import load_model
 from tunebank.tuner.plan.grouping import KeyGroup, TunePlan, plan_tune
 from tunebank.tuner.plan.selection import TuneSelection
@@ -36,11 +36,11 @@ class KeyCoverage:
 
 def coverage(bank: Bank, model: Path, soc_version: str,
              input_shapes: dict[str, tuple[int, ...]] | None = None,
-             job_type: str = "opat") -> list[KeyCoverage]:
+             job_type: str = "opat", aicore_num: int | None = None) -> list[KeyCoverage]:
     """Every tunable key of ``model`` (its operators, or its subgraphs with ``job_type`` sgat):
     ``known`` (a policy), ``no_gain`` (searched before, nothing beat the default) or ``new`` (a
     plain `bank tune` would search it). Two queries in all."""
-    plan = plan_of(model, soc_version, input_shapes, job_type)
+    plan = plan_of(model, soc_version, input_shapes, job_type, aicore_num)
     found = covered(bank, soc_version, plan.groups)
     if job_type != "opat" or not any(k.status == "new" for k in found):
         return found
@@ -51,9 +51,10 @@ def coverage(bank: Bank, model: Path, soc_version: str,
 
 
 def plan_of(model: Path, soc_version: str, input_shapes: dict[str, tuple[int, ...]] | None = None,
-            job_type: str = "opat") -> TunePlan:
-    """The keys a plain `bank tune` of ``model`` would take, operators' or subgraphs'."""
-    loaded, soc = load_model(model, input_shapes), get_soc(soc_version)
+            job_type: str = "opat", aicore_num: int | None = None) -> TunePlan:
+    """The keys a plain `bank tune` of ``model`` would take, operators' or subgraphs', on
+    ``aicore_num`` of the chip's AI cores (all of them by default)."""
+    loaded, soc = load_model(model, input_shapes), with_cores(get_soc(soc_version), aicore_num)
     return plan_subgraphs(loaded, soc) if job_type == "sgat" else plan_tune(loaded, soc, TuneSelection())
 
 

@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tunebank.tuner.measure.socs import SocSpec
+from tunebank.tuner.measure.socs import SocSpec, full_cores
 from tunebank.tuner.measure.space import ALL_KNOBS, SearchSpace, space_for
-from tunebank.tuner.model.keys import info_dict, repo_key
+from tunebank.tuner.model.keys import info_dict, on_cores, repo_key
 from tunebank.tuner.model.reading import Model, Operator
 from tunebank.tuner.model.workload import Workload, workload_of
 from tunebank.tuner.plan.selection import ConfigError, TuneSelection
@@ -52,6 +52,12 @@ def constant_tensors(model: Model) -> frozenset[str]:
     return frozenset(names)
 
 
+def part_of(soc: SocSpec) -> int | None:
+    """The AI cores ``soc`` runs on where that is part of its chip (``--aicore-num``), else
+    ``None``: what goes into the keys (:func:`~tuner.model.keys.on_cores`)."""
+    return soc.ai_cores if soc.ai_cores != full_cores(soc) else None
+
+
 def plan_tune(model: Model, soc: SocSpec, selection: TuneSelection) -> TunePlan:
     """Group the model's tunable operators by key and build each key's (narrowed) space.
 
@@ -70,7 +76,7 @@ def plan_tune(model: Model, soc: SocSpec, selection: TuneSelection) -> TunePlan:
         if not selection.selects(op.name, op.op_type):
             not_selected.append(op)
             continue
-        info = info_dict(op)
+        info = on_cores(info_dict(op), part_of(soc))
         key = repo_key(info)
         grouped.setdefault(key, []).append(op)
         meta.setdefault(key, (info, work))

@@ -23,7 +23,7 @@ from typing import Any
 from tunebank.bank.canonical import xxh64_key
 from tunebank.tuner.measure.socs import SocSpec
 from tunebank.tuner.measure.space import space_for
-from tunebank.tuner.model.keys import info_dict
+from tunebank.tuner.model.keys import info_dict, on_cores
 from tunebank.tuner.model.reading import Model, Operator
 from tunebank.tuner.model.workload import (
     CONV_OPS,
@@ -34,7 +34,7 @@ from tunebank.tuner.model.workload import (
     VectorWork,
     workload_of,
 )
-from tunebank.tuner.plan.grouping import KeyGroup, TunePlan, constant_tensors
+from tunebank.tuner.plan.grouping import KeyGroup, TunePlan, constant_tensors, part_of
 
 FUSABLE_OPS = frozenset(ELEMENTWISE_OPS)
 """Operator types that can follow an anchor inside its kernel."""
@@ -117,9 +117,10 @@ def structure(subgraph: Subgraph, consts: frozenset[str]) -> dict[str, Any]:
     }
 
 
-def subgraph_key(subgraph: Subgraph, consts: frozenset[str]) -> str:
-    """The subgraph's repo_key: xxh64 of its structure, in decimal (as AOE writes SGAT keys)."""
-    return xxh64_key(structure(subgraph, consts))
+def subgraph_key(subgraph: Subgraph, consts: frozenset[str], cores: int | None = None) -> str:
+    """The subgraph's repo_key: xxh64 of its structure (on ``cores`` AI cores where that is part
+    of the chip), in decimal (as AOE writes SGAT keys)."""
+    return xxh64_key(on_cores(structure(subgraph, consts), cores))
 
 
 def subgraph_info(key: str) -> dict[str, Any]:
@@ -152,8 +153,9 @@ def plan_subgraphs(model: Model, soc: SocSpec) -> TunePlan:
     consts = constant_tensors(model)
     subgraphs, left_out = partition(model)
     grouped: dict[str, list[Subgraph]] = {}
+    cores = part_of(soc)
     for subgraph in subgraphs:
-        grouped.setdefault(subgraph_key(subgraph, consts), []).append(subgraph)
+        grouped.setdefault(subgraph_key(subgraph, consts, cores), []).append(subgraph)
     groups = []
     for key, same in grouped.items():
         work = subgraph_work(same[0], consts)
