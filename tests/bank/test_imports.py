@@ -244,3 +244,29 @@ def test_an_unchanged_tree_imported_again_is_hashed_not_parsed(tmp_path: Path,
                                     if aoe_repo.KbFile.parse(f.name, "").soc_version == soc)
     with Bank.open(db) as bank:
         assert bank.verify().ok
+
+
+def test_two_trees_of_one_chip_in_one_import_are_both_read(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Of two trees holding one key otherwise, the later given wins: neither can be taken for
+    the bank's word unread, even when its bytes are the ones the bank recorded."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from fixtures.aoe_banks import big_tree
+    from tunebank.bank.formats import aoe_repo
+    from tunebank.cli.main import app
+
+    runner = CliRunner()
+    tree = big_tree(40).write(tmp_path / "tree")
+    other = tmp_path / "other"
+    shutil.copytree(tree, other)
+    db = str(tmp_path / "b.db")
+    assert runner.invoke(app, ["import", str(tree), "--db", db]).exit_code == 0
+    parsed: list[str] = []
+    real = aoe_repo.read_kb_file
+    monkeypatch.setattr(aoe_repo, "read_kb_file",
+                        lambda path, *args: parsed.append(path.name) or real(path, *args))
+    assert runner.invoke(app, ["import", str(other), str(tree), "--db", db]).exit_code == 0
+    assert sorted(parsed) == sorted(2 * [p.name for p in aoe_repo.bank_files(tree)])

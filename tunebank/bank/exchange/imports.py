@@ -289,17 +289,23 @@ def read_imports(paths: Sequence[Path], soc_version: str | None, resolve: Resolv
 
 def _settle_skipped(bank: Bank, prepared: PreparedImport) -> None:
     """Read again, whole, a tree some of whose files were skipped as unchanged when the bank
-    has changed since that was decided (another writer came between the read and this write)."""
+    has changed since that was decided (another writer came between the read and this write),
+    or when another tree of the same import holds banks of the same chip (the later given wins
+    a key both hold, so neither may be taken for the bank's word unread)."""
+    from collections import Counter
+
     from tunebank.bank.exchange.tree_imports import unchanged_files
     from tunebank.bank.formats.aoe_repo import read_tree
 
     if not any(tree.skipped for _, tree in prepared.trees):
         return
     unchanged = unchanged_files(bank)
+    chips = Counter(soc for _, tree in prepared.trees for soc in {s.soc_version for s in tree.digests})
     for n, (info, tree) in enumerate(prepared.trees):
-        if any(unchanged(scope, tree.digests[scope][0]) != count
-               for scope, count in tree.skipped.items()):
-            prepared.trees[n] = (info, read_tree(Path(tree.path), unchanged))
+        shared = any(chips[scope.soc_version] > 1 for scope in tree.skipped)
+        if shared or any(unchanged(scope, tree.digests[scope][0]) != count
+                         for scope, count in tree.skipped.items()):
+            prepared.trees[n] = (info, read_tree(Path(tree.path), None if shared else unchanged))
 
 
 def apply_import(bank: Bank, prepared: PreparedImport, *, mirror: bool = False,
