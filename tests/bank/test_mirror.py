@@ -171,15 +171,21 @@ def test_a_measured_entry_is_never_withdrawn(releases: list[Path], tmp_path: Pat
     assert (soc, key) in _current(db)
 
 
-def test_banks_merged_either_way_agree_on_withdrawals(releases: list[Path], tmp_path: Path) -> None:
-    """The fold reads only the events: an entry recorded before a withdrawal of its key is
-    retired whichever bank it arrives from, and in whichever order."""
+def _two_banks_one_mirrored(releases: list[Path], tmp_path: Path) -> tuple[Path, Path]:
+    """Banks a and b that imported the first release alike; a then mirrored the last."""
     a, b = tmp_path / "a.db", tmp_path / "b.db"
     with freeze_time("2026-12-01 08:00:00"):
         _import(a, str(releases[0]))
         _import(b, str(releases[0]))
     with freeze_time("2026-12-02 08:00:00"):
         _import(a, str(releases[2]), "--mirror")
+    return a, b
+
+
+def test_banks_merged_either_way_agree_on_withdrawals(releases: list[Path], tmp_path: Path) -> None:
+    """The fold reads only the events: an entry recorded before a withdrawal of its key is
+    retired whichever bank it arrives from, and in whichever order."""
+    a, b = _two_banks_one_mirrored(releases, tmp_path)
     with freeze_time("2026-12-03 08:00:00"):
         _import(b, str(releases[1]))  # later than a's withdrawal: r2's entries hold
     for into, other in ((a, b), (b, a)):
@@ -200,12 +206,7 @@ def test_mirror_takes_bank_trees_only(tmp_path: Path) -> None:
 
 def test_a_merge_says_how_many_entries_the_source_s_withdrawals_retired(
         releases: list[Path], tmp_path: Path) -> None:
-    a, b = tmp_path / "a.db", tmp_path / "b.db"
-    with freeze_time("2026-12-01 08:00:00"):
-        _import(a, str(releases[0]))
-        _import(b, str(releases[0]))
-    with freeze_time("2026-12-02 08:00:00"):
-        _import(a, str(releases[2]), "--mirror")
+    a, b = _two_banks_one_mirrored(releases, tmp_path)
     merged = runner.invoke(app, ["merge", str(a), "--db", str(b), "--json"])
     (report,) = json.loads(merged.stdout)
     assert report["policies_withdrawn"] == len(_held(releases[0]) - _held(releases[2])) > 0
