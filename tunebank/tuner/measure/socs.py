@@ -65,8 +65,8 @@ def _like_910b2(name: str, cores: int) -> SocSpec:
                    l0b_bytes=64 * KIB, l0c_bytes=128 * KIB, l1_bytes=512 * KIB, ub_bytes=192 * KIB,
                    gm_gbps=1600.0, l1_to_l0_bytes_per_cycle=512, ub_bytes_per_cycle=256,
                    vector_fp16_per_cycle=128, launch_us=1.5, issue_cycles=16,
-                   estimates=("freq_ghz", "l0a_bytes", "l0b_bytes", "l0c_bytes", "l1_bytes",
-                              "ub_bytes", "gm_gbps", *_COMMON_ESTIMATES))
+                   estimates=("vector_cores", "freq_ghz", "l0a_bytes", "l0b_bytes", "l0c_bytes",
+                              "l1_bytes", "ub_bytes", "gm_gbps", *_COMMON_ESTIMATES))
 
 
 _COMMON_ESTIMATES = ("l1_to_l0_bytes_per_cycle", "ub_bytes_per_cycle", "vector_fp16_per_cycle",
