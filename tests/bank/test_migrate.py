@@ -32,6 +32,11 @@ SCHEMA6_EXPORT = "49c1e10e834537e046acd363ddf571bf1bacfca2793a12f78f929113f22e1c
 OLD_POLICY = ("soc_version, repo_key, info_digest, op_type, info_dict, knowledge, best_us, seq, "
               "task_id, event_id, origin, tune_mode, backend")
 """The policy columns every schema since 2 has (6 added recorded_at)."""
+OLD_TASK = ("task_id, soc_version, origin, started_at, first_seq, last_seq, tuning_name, "
+            "model_name, model_hash, job_type, search_mode, status, finished_at, tuning_time_s, "
+            "model_baseline_ms, model_result_ms, failed_operators, add_num, hit_num, update_num, "
+            "reserved_num, unsatisfied_num, open_hits")
+"""The task columns every schema before 7 has (7 added withdrawn_num)."""
 runner = CliRunner()
 
 
@@ -106,7 +111,7 @@ def test_upgrading_the_schema_3_file_reads_key_states_from_the_log(tmp_path: Pat
     path = _copy(tmp_path, SCHEMA3)
     events = _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq")
     projection = _raw(path, f"SELECT {OLD_POLICY} FROM policy ORDER BY 1, 2, 3"), \
-        _raw(path, "SELECT * FROM task")
+        _raw(path, f"SELECT {OLD_TASK} FROM task")
     report = upgrade_bank(str(path))
     assert (report.from_version, report.to_version, len(report.steps)) == (3, 7, 4)
     indexes = {row[0] for row in _raw(path, "SELECT name FROM sqlite_master WHERE type = 'index'")}
@@ -114,7 +119,7 @@ def test_upgrading_the_schema_3_file_reads_key_states_from_the_log(tmp_path: Pat
     assert _raw(path, "SELECT name FROM sqlite_master WHERE name = 'task_key'") == []
     assert _raw(path, "SELECT seq, event_id, hash FROM events ORDER BY seq") == events
     assert (_raw(path, f"SELECT {OLD_POLICY} FROM policy ORDER BY 1, 2, 3"),
-            _raw(path, "SELECT * FROM task")) == projection
+            _raw(path, f"SELECT {OLD_TASK} FROM task")) == projection
     with Bank.open(str(path)) as bank:
         assert bank.verify().ok
         running = bank.start_task("Ascend310", tuning_name="after the upgrade")

@@ -131,6 +131,11 @@ def test_a_dry_run_lists_what_would_be_withdrawn_and_writes_nothing(releases: li
     done = _import(db, str(releases[1]), "--mirror")
     assert {(w["soc_version"], w["repo_key"]) for w in done["withdrawn"]} == \
         {(w["soc_version"], w["repo_key"]) for w in planned["withdrawn"]}
+    tasks = json.loads(runner.invoke(app, ["tasks", "--db", str(db), "--json"]).stdout)
+    assert sum(t["withdrawn_num"] for t in tasks) == len(done["withdrawn"])
+    assert all(t["repo_summary"]["total_num"] == 0 for t in tasks if t["withdrawn_num"])
+    table = runner.invoke(app, ["tasks", "--db", str(db)]).stdout
+    assert table.splitlines()[0].split()[-1] == "withdrawn"
 
 
 def test_a_union_import_withdraws_nothing_and_a_re_added_entry_comes_back(

@@ -486,6 +486,7 @@ def task_json(task: TaskView) -> dict[str, Any]:
         "failed_operators": list(task.failed_operators),
         "origin": task.origin,
         "repo_summary": task.repo_summary(),
+        "withdrawn_num": task.withdrawn_num,
     }
 
 

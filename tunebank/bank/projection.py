@@ -167,9 +167,9 @@ PolicyRef = tuple[Standing, int]
 is the winning event's, read again from the log when needed."""
 
 _TALLY_FIELDS = ("add_num", "hit_num", "update_num", "reserved_num", "unsatisfied_num",
-                 "open_hits", "last_seq")
-_TALLY_INDEX = {"add": 0, "hit": 1, "update": 2, "reserved": 3, "unsatisfied": 4}
-"""Each outcome kind's counter in a task's tally (and the outcome kinds themselves)."""
+                 "open_hits", "last_seq", "withdrawn_num")
+_TALLY_INDEX = {"add": 0, "hit": 1, "update": 2, "reserved": 3, "unsatisfied": 4, "withdrawn": 7}
+"""Each keyed kind's counter in a task's tally (and the keyed kinds themselves)."""
 _OPEN, _LAST = 5, 6
 _POLICY_KINDS = frozenset({"add", "update"})
 Payload = Mapping[str, Any]
@@ -244,11 +244,12 @@ class Projection:
     def tasks(self) -> dict[str, TaskView]:
         """Every task folded so far, by id."""
         self._running = None
-        for task_id, (add, hit, update, reserved, unsatisfied, open_hits, last) in self._tally.items():
+        for task_id, (add, hit, update, reserved, unsatisfied, open_hits, last,
+                      withdrawn) in self._tally.items():
             self._tasks[task_id] = replace(
                 self._tasks[task_id], add_num=add, hit_num=hit, update_num=update,
                 reserved_num=reserved, unsatisfied_num=unsatisfied, open_hits=open_hits,
-                last_seq=last)
+                last_seq=last, withdrawn_num=withdrawn)
         self._tally.clear()
         return self._tasks
 
@@ -273,9 +274,8 @@ class Projection:
             self._outcome(row)
             if kind in _POLICY_KINDS:
                 self.offer_policy(row, payload)
-        elif kind == "withdrawn":
-            self._outcome(row)
-            self.offer_withdrawal(row, payload)
+            elif kind == "withdrawn":
+                self.offer_withdrawal(row, payload)
         elif kind == "task_started":
             self._start(row, decode_payload(row[PAYLOAD]) if payload is None else payload)
         elif kind == "task_finished":
@@ -367,8 +367,7 @@ class Projection:
                                        "in this task")
             if kind == "hit":
                 tally[_OPEN] += 1
-        if kind in _TALLY_INDEX:  # a withdrawal is no AOE outcome: no repo_summary counts it
-            tally[_TALLY_INDEX[kind]] += 1
+        tally[_TALLY_INDEX[kind]] += 1  # a withdrawal's: outside the repo_summary
         tally[_LAST] = row[SEQ]
         states[repo_key] = kind
 

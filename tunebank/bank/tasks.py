@@ -36,6 +36,9 @@ class TaskView:
     reserved_num: int = 0
     unsatisfied_num: int = 0
     open_hits: int = 0
+    withdrawn_num: int = 0
+    """The keys whose entries the task withdrew (``bank import --mirror``): no AOE outcome, so
+    outside the repo_summary."""
 
     @property
     def finished(self) -> bool:

@@ -51,12 +51,14 @@ def tasks(db: DbOption = None, soc_version: SocOption = None, as_json: JsonOptio
     with open_bank(db) as bank:
         check_socs(bank, [soc_version])
         found = [t for t in bank.tasks() if soc_version in (None, t.soc_version)]
+    gone = ["withdrawn"] if any(t.withdrawn_num for t in found) else []  # bank import --mirror
     show_rows(
         ["task", "soc_version", "tuning_name", "model", "mode", "status", "started",
-         "add", "hit", "update", "reserved", "unsat", "total"],
+         "add", "hit", "update", "reserved", "unsat", "total", *gone],
         [[t.task_id, t.soc_version, t.tuning_name, t.model_name, t.search_mode, t.status,
           short_time(t.started_at), t.add_num, t.hit_num, t.update_num, t.reserved_num,
-          t.unsatisfied_num, t.total_num] for t in found], limit=limit, sort=sort, as_csv=as_csv,
+          t.unsatisfied_num, t.total_num, *([t.withdrawn_num] if gone else [])]
+         for t in found], limit=limit, sort=sort, as_csv=as_csv,
         raw=raw, as_json=as_json, records=[task_json(t) for t in found])
 
 

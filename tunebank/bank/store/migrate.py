@@ -70,8 +70,8 @@ STEPS = (
     Step(5, _rederive, True, "policy gains recorded_at: among entries without a time the newer "
                              "wins; projections derived again"),
     Step(6, _rederive, True, "policy gains file_op (an entry's bank file's operator, where it "
-                             "is not the entry's own); withdrawals may be recorded; projections "
-                             "derived again"),
+                             "is not the entry's own) and task withdrawn_num: withdrawals may be "
+                             "recorded; projections derived again"),
 )
 
 

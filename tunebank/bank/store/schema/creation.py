@@ -88,6 +88,7 @@ SQLITE_DDL: tuple[str, ...] = (
     reserved_num INTEGER NOT NULL,
     unsatisfied_num INTEGER NOT NULL,
     open_hits INTEGER NOT NULL,
+    withdrawn_num INTEGER NOT NULL,
     PRIMARY KEY (task_id)
 )""",
     """CREATE TABLE checkpoint (

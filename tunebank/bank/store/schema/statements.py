@@ -23,7 +23,7 @@ TASK_COLUMNS = ("task_id", "soc_version", "origin", "started_at", "first_seq", "
                 "tuning_name", "model_name", "model_hash", "job_type", "search_mode", "status",
                 "finished_at", "tuning_time_s", "model_baseline_ms", "model_result_ms",
                 "failed_operators", "add_num", "hit_num", "update_num", "reserved_num",
-                "unsatisfied_num", "open_hits")
+                "unsatisfied_num", "open_hits", "withdrawn_num")
 CHECKPOINT_COLUMNS = ("name", "last_seq", "schema_version")
 META_COLUMNS = ("name", "value")
 TABLES = {"events": EVENT_COLUMNS, "policy": POLICY_COLUMNS, "task": TASK_COLUMNS,

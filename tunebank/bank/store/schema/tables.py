@@ -86,6 +86,7 @@ class TaskRow(SQLModel, table=True):
     reserved_num: int = 0
     unsatisfied_num: int = 0
     open_hits: int = 0
+    withdrawn_num: int = 0
 
 
 class CheckpointRow(SQLModel, table=True):

@@ -17,9 +17,9 @@ a newer one needs a newer tunebank.
    the whole table and a sort without it.
 6. policy.recorded_at (the winning entry's time): among entries without a time (AOE's own
    banks), the newer one wins its key; the policies are derived again under that rule.
-7. ``withdrawn`` events (``bank import --mirror``), which retire a key's untimed entries, and
-   policy.file_op (the operator of the bank file an entry came from, where it is not the
-   entry's own); the policies are derived again.
+7. ``withdrawn`` events (``bank import --mirror``), which retire a key's untimed entries and
+   are counted in task.withdrawn_num, and policy.file_op (the operator of the bank file an
+   entry came from, where it is not the entry's own); the projections are derived again.
 
 The events table's columns are the same in every version."""
 
