@@ -100,6 +100,9 @@ def test_a_campaign_file_runs_its_models_chips_and_settings(folder: Path,
     (("models/squeezenet.onnx", "/dev/zero"), [],
      "c.toml: models[0].path: /dev/zero: not a regular file (a device, a pipe or a socket)"),
     (("models/squeezenet.onnx", "fifo.onnx"), [], "fifo.onnx: not a regular file (a device, a pipe"),
+    # issue 42: an aicore_num one of the file's chips does not have, named as the file's field
+    (("seed = 4", "seed = 4\naicore_num = 16"), [],
+     "--campaign: c.toml: aicore_num: 16 is not between 1 and Ascend310's 2 AI cores"),
 ])
 def test_a_bad_campaign_file_is_one_line_naming_the_field_and_writes_nothing(
         folder: Path, monkeypatch: pytest.MonkeyPatch, edit: tuple[str, str], args: list[str],

@@ -26,7 +26,7 @@ from typing import Any
 from tunebank.bank.canonical import shown
 from tunebank.bank.formats.jsontext import UNCAPPED, file_problem, read_text
 from tunebank.tuner.errors import TuneError
-from tunebank.tuner.measure.socs import check_soc_name
+from tunebank.tuner.measure.socs import check_soc_name, get_soc, with_cores
 from tunebank.tuner.model.reading import ModelError, parse_input_shapes
 from tunebank.tuner.settings import IN_CAMPAIGN_FILES, check_settings
 
@@ -85,7 +85,7 @@ def read_campaign(path: Path) -> CampaignFile:
     entries = data.get("models")
     if not isinstance(entries, list) or not entries or not all(isinstance(m, dict) for m in entries):
         raise TuneError(f"{where}: models: must be one [[models]] table or more")
-    settings = {}
+    settings: dict[str, Any] = {}
     for name, types in SETTINGS.items():
         if name in data:
             value = data[name]
@@ -95,6 +95,9 @@ def read_campaign(path: Path) -> CampaignFile:
             check_settings({name: value}, where)
             settings[name] = float(value) if float in types and isinstance(value, int | float) \
                 else value
+    if "aicore_num" in settings:  # a count every chip of the file has, named as the file's
+        for chip in chips:
+            with_cores(get_soc(chip), settings["aicore_num"], option=f"{where}: aicore_num")
     models = tuple(_model(entry, path.parent, f"{where}: models[{n}]")
                    for n, entry in enumerate(entries))
     return CampaignFile(models, tuple(chips), settings)
