@@ -104,15 +104,6 @@ SOCS: dict[str, SocSpec] = {
     )
 }
 
-BANK_CORE_COUNTS: dict[str, tuple[int, ...]] = {
-    "Ascend910B1": (24,), "Ascend910B2": (24,), "Ascend910B2C": (24,), "Ascend910B3": (20,),
-    "Ascend910B4": (20,), "Ascend910_9372": (20,), "Ascend910_9381": (24,),
-    "Ascend910_9382": (16, 24), "Ascend910_9391": (24,), "Ascend910_9392": (16, 24),
-}
-"""The AI-core counts of CANN's shipped MatMulV3 banks per chip (their file names,
-``{soc}_{cores}_AiCore_MatMulV3_runtime_kb.json``, in CANN's ops-nn at e5c3fa9): a chip can
-have a bank for a part of its cores as well as for all of them."""
-
 
 def with_cores(spec: SocSpec, cores: int | None, option: str = "--aicore-num") -> SocSpec:
     """``spec`` on ``cores`` of its AI cores (AOE's ``--aicore_num``; ``None``: all of them),
